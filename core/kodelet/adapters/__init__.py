@@ -1,0 +1,1 @@
+"""Adapters that turn things other than Python modules into kodelet plugins."""

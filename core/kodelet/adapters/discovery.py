@@ -1,0 +1,201 @@
+"""Finding executable hooks in the four places, in the seeds' precedence order.
+
+Every file looked at ends up in the listing, active or not, with the reason
+it was skipped: a hook that silently does not run is the worst failure a
+guardrail can have.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import attrs
+
+from ..config import Config
+from ..events import Event, parse_event
+from ..places import Places
+from .process import SpawnError, run_process
+
+log = logging.getLogger("kodelet.discovery")
+
+QUERY_TIMEOUT = 5.0
+DISABLE_SUFFIX = ".disable"
+
+
+@attrs.frozen(kw_only=True)
+class Candidate:
+    name: str
+    path: Path
+    location: str  # "local" | "global"
+    plugin: str | None = None  # "org/repo" for plugin-repo hooks
+    plugin_root: Path | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DiscoveredHook:
+    candidate: Candidate
+    event: Event | None
+    status: str  # "active" | "skipped" | "disabled"
+    reason: str = ""
+    protocols: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.candidate.name
+
+    @property
+    def path(self) -> Path:
+        return self.candidate.path
+
+
+def plugin_dir_name(dirname: str) -> str:
+    """``org@repo`` on disk is ``org/repo`` to users."""
+    return dirname.replace("@", "/", 1)
+
+
+def hook_dirs(places: Places) -> Iterator[tuple[Path, str, str | None, Path | None, Path]]:
+    """(hooks dir, location, plugin name, plugin root, trust root) in precedence order."""
+    for location, root in places.roots():
+        yield root / "hooks", location, None, None, root
+        plugins = root / "plugins"
+        try:
+            entries = sorted(p for p in plugins.iterdir() if p.is_dir())
+        except OSError:
+            entries = []
+        for pdir in entries:
+            if (pdir / "hooks").is_dir():
+                yield pdir / "hooks", location, plugin_dir_name(pdir.name), pdir, root
+
+
+def _untrusted(path: Path, root: Path) -> str | None:
+    """Why a file must not be run because someone else could have written it."""
+    me = os.geteuid()
+    current = path
+    while True:
+        try:
+            st = current.stat()
+        except OSError as exc:
+            return f"cannot stat {current}: {exc.strerror}"
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return f"{current} is group- or world-writable"
+        if st.st_uid not in (me, 0):
+            return f"{current} is owned by uid {st.st_uid}, not the current user or root"
+        if current == root or current.parent == current:
+            return None
+        current = current.parent
+
+
+def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredHook]]:
+    """Candidates to query (with their trust root) and files skipped without asking them."""
+    seen: set[str] = set()
+    todo: list[tuple[Candidate, Path]] = []
+    skipped: list[DiscoveredHook] = []
+    for directory, location, plugin, plugin_root, trust_root in hook_dirs(places):
+        try:
+            entries = sorted(directory.iterdir(), key=lambda p: p.name)
+        except OSError:
+            continue
+        prefix = f"{plugin}/" if plugin else ""
+        for entry in entries:
+            cand = Candidate(
+                name=prefix + entry.name,
+                path=entry,
+                location=location,
+                plugin=plugin,
+                plugin_root=plugin_root,
+            )
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if entry.name.endswith(DISABLE_SUFFIX):
+                skipped.append(DiscoveredHook(candidate=cand, event=None, status="disabled",
+                                              reason="renamed to .disable"))
+                continue
+            if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+                skipped.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
+                                              reason="not executable"))
+                continue
+            if cand.name in seen:
+                skipped.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
+                                              reason="shadowed by a hook of the same name higher up"))
+                continue
+            seen.add(cand.name)
+            todo.append((cand, trust_root))
+    return todo, skipped
+
+
+def query_event(path: Path, env: dict[str, str] | None = None) -> tuple[Event, tuple[str, ...]]:
+    """Ask ``<exe> hook`` which event it handles; ``ValueError`` says why it cannot be used."""
+    qenv = dict(os.environ if env is None else env)
+    qenv["KODELET_HOOK_PROTOCOLS"] = "jsonl"
+    try:
+        res = run_process([str(path), "hook"], b"", cwd=str(path.parent), env=qenv,
+                          timeout=QUERY_TIMEOUT, stdout_cap=4096)
+    except SpawnError as exc:
+        raise ValueError(str(exc.strerror)) from None
+    if res.timed_out:
+        raise ValueError(f"'hook' query gave no answer within {QUERY_TIMEOUT:g}s")
+    problem = res.failure(QUERY_TIMEOUT)
+    if problem:
+        raise ValueError(f"'hook' query {problem}")
+    try:
+        words = res.stdout.decode("utf-8").split()
+    except UnicodeDecodeError:
+        raise ValueError("'hook' query answered with non-UTF-8 bytes") from None
+    if not words:
+        raise ValueError("'hook' query printed nothing")
+    try:
+        event = parse_event(words[0])
+    except ValueError as exc:
+        raise ValueError(f"'hook' query: {exc}") from None
+    return event, tuple(words[1:])
+
+
+def discover(
+    places: Places,
+    config: Config | None = None,
+    *,
+    query: object = None,
+    workers: int = 8,
+) -> list[DiscoveredHook]:
+    """Every hook file in precedence order, each active, skipped or disabled.
+
+    ``query`` replaces :func:`query_event` (the discovery cache passes its own)."""
+    ask = query if callable(query) else query_event
+    todo, found = scan(places)
+
+    def one(item: tuple[Candidate, Path]) -> DiscoveredHook:
+        cand, trust_root = item
+        why = _untrusted(cand.path, trust_root)
+        if why:
+            return DiscoveredHook(candidate=cand, event=None, status="skipped",
+                                  reason=f"untrusted: {why}")
+        try:
+            event, protocols = ask(cand.path)
+        except ValueError as exc:
+            log.warning("hook %s skipped: %s", cand.name, exc)
+            return DiscoveredHook(candidate=cand, event=None, status="skipped", reason=str(exc))
+        if config is not None and not config.hook_enabled(cand.name):
+            return DiscoveredHook(candidate=cand, event=event, status="disabled",
+                                  reason="disabled in config.toml", protocols=protocols)
+        return DiscoveredHook(candidate=cand, event=event, status="active", protocols=protocols)
+
+    if len(todo) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            results = list(pool.map(one, todo))
+    else:
+        results = [one(t) for t in todo]
+    return _in_order(results, found)
+
+
+def _in_order(queried: Iterable[DiscoveredHook], skipped: Iterable[DiscoveredHook]) -> list[DiscoveredHook]:
+    """Queried hooks keep scan order; the statically skipped ones follow."""
+    return [*queried, *skipped]

@@ -1,0 +1,123 @@
+"""An executable hook as a kodelet plugin: the seeds' ``hook``/``run`` protocol.
+
+Each discovered executable is registered with the plugin manager like any
+native plugin, so ordering, merging and tracing treat both kinds the same.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..events import Event
+from ..markers import hookimpl
+from ..payloads import field_names
+from .discovery import DiscoveredHook
+from .process import ProcessResult, SpawnError, arun_process, run_process
+
+log = logging.getLogger("kodelet.executable")
+
+
+class HookFailure(Exception):
+    """The hook ran but its answer cannot be used (exit status, timeout, bad output)."""
+
+
+class ExecutableHook:
+    """One executable file handling one event."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        event: Event,
+        *,
+        plugin_root: Path | None = None,
+        default_cwd: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.path = Path(path)
+        self.event = event
+        self.plugin_root = plugin_root
+        self.default_cwd = default_cwd
+        base = dict(os.environ if env is None else env)
+        base["KODELET_HOOK_EVENT"] = event.value
+        if plugin_root is not None:
+            base["KODELET_PLUGIN_ROOT"] = str(plugin_root)
+        self._env = base
+        setattr(self, event.value, self._make_impl())
+
+    @classmethod
+    def from_discovered(cls, hook: DiscoveredHook, **kw: Any) -> ExecutableHook:
+        assert hook.event is not None
+        return cls(hook.name, hook.path, hook.event, plugin_root=hook.candidate.plugin_root, **kw)
+
+    def _make_impl(self) -> Callable[..., Any]:
+        """A hookimpl whose signature is the whole payload, so a raw ``pm.hook`` call works too."""
+        names = field_names(self.event)
+
+        def impl(*args: Any) -> Any:
+            from ..wire import converter
+
+            data = dict(zip(names, args, strict=True))
+            wire = {k: converter.unstructure(v) for k, v in data.items() if v is not None}
+            if "tool_output" in wire:
+                wire["tool_output"] = {k: v for k, v in wire["tool_output"].items() if v is not None}
+            return self.run(wire, timeout=30.0)
+
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        impl.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        impl.__name__ = self.event.value
+        return hookimpl(impl)
+
+    def _cwd(self, payload: Mapping[str, Any]) -> str | None:
+        cwd = payload.get("cwd") or self.default_cwd
+        return str(cwd) if cwd else None
+
+    def _interpret(self, res: ProcessResult, timeout: float) -> Any:
+        problem = res.failure(timeout)
+        if problem:
+            raise HookFailure(problem)
+        try:
+            text = res.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HookFailure("output is not UTF-8" + res.stderr_note()) from None
+        text = text.strip()
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            snippet = text[:80].replace("\n", " ")
+            raise HookFailure(f"output is not JSON ({exc.msg}): {snippet!r}") from None
+
+    def _encode(self, payload: Mapping[str, Any]) -> bytes:
+        return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+
+    def run(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
+        """Run ``<exe> run`` with the payload; the parsed JSON answer, or None."""
+        try:
+            res = run_process([str(self.path), "run"], self._encode(payload),
+                              cwd=self._cwd(payload), env=self._env, timeout=timeout)
+        except SpawnError as exc:
+            raise HookFailure(str(exc.strerror)) from None
+        return self._interpret(res, timeout)
+
+    async def arun(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
+        try:
+            res = await arun_process([str(self.path), "run"], self._encode(payload),
+                                     cwd=self._cwd(payload), env=self._env, timeout=timeout)
+        except SpawnError as exc:
+            raise HookFailure(str(exc.strerror)) from None
+        return self._interpret(res, timeout)
+
+    def close(self) -> None:
+        """Per-call hooks hold nothing; persistent ones override this."""
+
+    def __repr__(self) -> str:
+        return f"<ExecutableHook {self.name} ({self.event.value}) {self.path}>"

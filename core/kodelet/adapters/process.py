@@ -1,0 +1,275 @@
+"""Running one hook process safely, sync and async, with the same guarantees.
+
+Hooks are arbitrary programs. Whatever they do, the host must get control back:
+stdin is fed without deadlocking a hook that never reads, stdout is capped,
+and on timeout the hook's whole process group is killed, so a ``sleep 600 &``
+left behind by a bash hook does not hold the agent hostage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+STDOUT_CAP = 1024 * 1024
+STDERR_TAIL = 4096
+# After the hook itself exits, how long a leftover child may keep its pipes open.
+EXIT_GRACE = 0.2
+_CHUNK = 65536
+
+
+@attrs.frozen(kw_only=True)
+class ProcessResult:
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    overflow: bool = False
+    duration: float = 0.0
+
+    def failure(self, timeout: float) -> str | None:
+        """Why this run counts as the hook's failure, or None if it succeeded."""
+        if self.timed_out:
+            return f"timed out after {timeout:g}s"
+        if self.overflow:
+            return f"output exceeded {STDOUT_CAP} bytes"
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                sig = signal.Signals(-self.returncode).name
+            except ValueError:
+                sig = str(-self.returncode)
+            return f"killed by signal {sig}" + self.stderr_note()
+        if self.returncode:
+            return f"exited with status {self.returncode}" + self.stderr_note()
+        return None
+
+    def stderr_note(self) -> str:
+        tail = self.stderr.decode("utf-8", "replace").strip()
+        if not tail:
+            return ""
+        lines = tail.splitlines()
+        return f": {' | '.join(lines[-3:])[-300:]}"
+
+
+class SpawnError(OSError):
+    """The hook could not be started at all (deleted, not executable, bad cwd)."""
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _spawn_error(argv: Sequence[str], exc: OSError) -> SpawnError:
+    return SpawnError(exc.errno, f"cannot run {argv[0]}: {exc.strerror or exc}")
+
+
+def run_process(
+    argv: Sequence[str],
+    data: bytes,
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_cap: int = STDOUT_CAP,
+) -> ProcessResult:
+    start = time.monotonic()
+    deadline = start + timeout
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise _spawn_error(argv, exc) from None
+    assert proc.stdin and proc.stdout and proc.stderr
+    out = bytearray()
+    err = bytearray()
+    timed_out = overflow = False
+    view = memoryview(data)
+    sel = selectors.DefaultSelector()
+    try:
+        if view:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        exited_at: float | None = None
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            wait = deadline - now
+            if exited_at is not None:
+                wait = min(wait, exited_at + EXIT_GRACE - now)
+                if wait <= 0:
+                    break  # the hook is done; a leftover child holds its pipes
+            for key, _ in sel.select(min(wait, 0.05) if exited_at is None else wait):
+                fobj = key.fileobj
+                if fobj is proc.stdin:
+                    try:
+                        n = os.write(proc.stdin.fileno(), view[:_CHUNK])
+                    except (BrokenPipeError, ConnectionResetError):
+                        n, view = 0, view[:0]
+                    except BlockingIOError:
+                        continue
+                    view = view[n:]
+                    if not view:
+                        sel.unregister(proc.stdin)
+                        with contextlib.suppress(OSError):
+                            proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, _CHUNK)
+                if not chunk:
+                    sel.unregister(fobj)
+                elif fobj is proc.stdout:
+                    out += chunk
+                    if len(out) > stdout_cap:
+                        overflow = True
+                        break
+                else:
+                    err += chunk
+                    del err[:-STDERR_TAIL]
+            if overflow:
+                break
+        if timed_out or overflow or exited_at is not None and sel.get_map():
+            _kill_group(proc.pid)
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            proc.wait(timeout=remaining if not (timed_out or overflow) else None)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            proc.wait()
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+    finally:
+        sel.close()
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                f.close()
+    return ProcessResult(
+        returncode=proc.returncode,
+        stdout=bytes(out[:stdout_cap]) if overflow else bytes(out),
+        stderr=bytes(err),
+        timed_out=timed_out,
+        overflow=overflow,
+        duration=time.monotonic() - start,
+    )
+
+
+async def arun_process(
+    argv: Sequence[str],
+    data: bytes,
+    *,
+    cwd: str | None,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_cap: int = STDOUT_CAP,
+) -> ProcessResult:
+    start = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise _spawn_error(argv, exc) from None
+    assert proc.stdin and proc.stdout and proc.stderr
+    out = bytearray()
+    err = bytearray()
+    state = {"overflow": False}
+
+    async def feed() -> None:
+        assert proc.stdin
+        try:
+            if data:
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+
+    async def read_out() -> None:
+        assert proc.stdout
+        while chunk := await proc.stdout.read(_CHUNK):
+            out.extend(chunk)
+            if len(out) > stdout_cap:
+                state["overflow"] = True
+                _kill_group(proc.pid)
+                return
+
+    async def read_err() -> None:
+        assert proc.stderr
+        while chunk := await proc.stderr.read(_CHUNK):
+            err.extend(chunk)
+            del err[:-STDERR_TAIL]
+
+    io_tasks = [asyncio.ensure_future(t) for t in (feed(), read_out(), read_err())]
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+        if not timed_out:
+            remaining = max(0.0, start + timeout - time.monotonic())
+            _, pending = await asyncio.wait(io_tasks, timeout=min(EXIT_GRACE, remaining))
+            if pending:
+                _kill_group(proc.pid)
+        else:
+            _kill_group(proc.pid)
+    except BaseException:
+        _kill_group(proc.pid)
+        for t in io_tasks:
+            t.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(proc.wait())
+        raise
+    finally:
+        for t in io_tasks:
+            t.cancel()
+        await asyncio.gather(*io_tasks, return_exceptions=True)
+        if proc.returncode is None:
+            _kill_group(proc.pid)
+            await proc.wait()
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+    overflow = state["overflow"]
+    return ProcessResult(
+        returncode=proc.returncode,
+        stdout=bytes(out[:stdout_cap]) if overflow else bytes(out),
+        stderr=bytes(err),
+        timed_out=timed_out,
+        overflow=overflow,
+        duration=time.monotonic() - start,
+    )

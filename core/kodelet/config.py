@@ -1,0 +1,203 @@
+"""Configuration: global config.toml, then repo-local, then environment, then CLI flags.
+
+Core keys are validated strictly so a typo in a security setting is an error,
+not a silently ignored guardrail. ``[plugin.<name>]`` tables are opaque to the
+core and handed to the plugin of that entry-point name via ``configure``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .places import Places
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class ConfigError(ValueError):
+    """An invalid configuration file or value; the message names file and key."""
+
+
+@attrs.frozen(kw_only=True)
+class HookSettings:
+    timeout: float | None = None
+    fail_closed: bool = False
+    enabled: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    timeout: float = DEFAULT_TIMEOUT
+    disabled_hooks: tuple[str, ...] = ()
+    hooks: Mapping[str, HookSettings] = attrs.field(factory=dict)
+    disabled_plugins: tuple[str, ...] = ()
+    plugin_tables: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    no_hooks: bool = False
+    sources: Mapping[str, str] = attrs.field(factory=dict)
+
+    def hook(self, name: str) -> HookSettings:
+        return self.hooks.get(name) or HookSettings()
+
+    def timeout_for(self, name: str) -> float:
+        own = self.hook(name).timeout
+        if own is not None and self.sources.get("hooks.timeout") != "--timeout":
+            return own
+        return self.timeout
+
+    def hook_enabled(self, name: str) -> bool:
+        return name not in self.disabled_hooks and self.hook(name).enabled
+
+    def plugin_config(self, name: str) -> dict[str, Any]:
+        return dict(self.plugin_tables.get(name, {}))
+
+    def to_json(self) -> dict[str, Any]:
+        """The effective configuration with where each value came from."""
+        values: dict[str, Any] = {
+            "hooks.timeout": self.timeout,
+            "hooks.disabled": list(self.disabled_hooks),
+            "plugins.disabled": list(self.disabled_plugins),
+            "no_hooks": self.no_hooks,
+        }
+        for name, hs in self.hooks.items():
+            for key in ("timeout", "fail_closed", "enabled"):
+                values[f'hooks."{name}".{key}'] = getattr(hs, key)
+        for name, table in self.plugin_tables.items():
+            for key, value in table.items():
+                values[f"plugin.{name}.{key}"] = value
+        return {
+            k: {"value": v, "source": self.sources.get(k, "default")} for k, v in values.items()
+        }
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{where}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _flatten(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Validate one file and flatten it to dotted keys so files merge key by key."""
+    flat: dict[str, Any] = {}
+    for top, table in data.items():
+        where = f"{path}: [{top}]"
+        if top not in ("hooks", "plugins", "plugin"):
+            raise ConfigError(f"{path}: unknown key {top!r} (known: hooks, plugins, plugin)")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: expected a table")
+        if top == "plugins":
+            for key, value in table.items():
+                if key != "disabled":
+                    raise ConfigError(f"{path}: unknown key 'plugins.{key}'")
+                flat["plugins.disabled"] = _names(value, f"{path}: plugins.disabled")
+        elif top == "plugin":
+            for name, own in table.items():
+                if not isinstance(own, dict):
+                    raise ConfigError(f"{path}: plugin.{name}: expected a table")
+                for key, value in own.items():
+                    flat[f"plugin.{name}.{key}"] = value
+        else:
+            for key, value in table.items():
+                if key == "timeout":
+                    flat["hooks.timeout"] = _number(value, f"{path}: hooks.timeout")
+                elif key == "disabled":
+                    flat["hooks.disabled"] = _names(value, f"{path}: hooks.disabled")
+                elif isinstance(value, dict):
+                    for hk, hv in value.items():
+                        w = f'{path}: hooks."{key}".{hk}'
+                        if hk == "timeout":
+                            flat[f'hooks."{key}".timeout'] = _number(hv, w)
+                        elif hk in ("fail_closed", "enabled"):
+                            flat[f'hooks."{key}".{hk}'] = _bool(hv, w)
+                        else:
+                            raise ConfigError(f"{w}: unknown key (known: timeout, fail_closed, enabled)")
+                else:
+                    raise ConfigError(
+                        f"{path}: unknown key 'hooks.{key}' (known: timeout, disabled, or a "
+                        f'[hooks."<hook name>"] table)'
+                    )
+    return flat
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def load_config(
+    places: Places,
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout: float | None = None,
+    no_hooks: bool | None = None,
+) -> Config:
+    """Read both files, then environment, then explicit arguments (the CLI flags)."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for path in (places.global_root / "config.toml", places.local_root / "config.toml"):
+        for key, value in _flatten(path, _read(path)).items():
+            values[key] = value
+            sources[key] = str(path)
+    raw_timeout = env.get("KODELET_HOOK_TIMEOUT")
+    if raw_timeout:
+        try:
+            values["hooks.timeout"] = _number(float(raw_timeout), "KODELET_HOOK_TIMEOUT")
+        except ValueError:
+            raise ConfigError(f"KODELET_HOOK_TIMEOUT: expected seconds, got {raw_timeout!r}") from None
+        sources["hooks.timeout"] = "env KODELET_HOOK_TIMEOUT"
+    if timeout is not None:
+        values["hooks.timeout"] = _number(timeout, "--timeout")
+        sources["hooks.timeout"] = "--timeout"
+    if _truthy(env.get("KODELET_NO_HOOKS")):
+        values["no_hooks"], sources["no_hooks"] = True, "env KODELET_NO_HOOKS"
+    if no_hooks:
+        values["no_hooks"], sources["no_hooks"] = True, "--no-hooks"
+
+    hooks: dict[str, dict[str, Any]] = {}
+    tables: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        if key.startswith('hooks."'):
+            name, _, field = key[len('hooks."') :].rpartition('".')
+            hooks.setdefault(name, {})[field] = value
+        elif key.startswith("plugin."):
+            rest = key[len("plugin.") :]
+            name, _, field = rest.partition(".")
+            tables.setdefault(name, {})[field] = value
+    return Config(
+        timeout=values.get("hooks.timeout", DEFAULT_TIMEOUT),
+        disabled_hooks=values.get("hooks.disabled", ()),
+        hooks={name: HookSettings(**kw) for name, kw in hooks.items()},
+        disabled_plugins=values.get("plugins.disabled", ()),
+        plugin_tables=tables,
+        no_hooks=values.get("no_hooks", False),
+        sources=sources,
+    )

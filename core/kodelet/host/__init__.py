@@ -1,0 +1,1 @@
+"""What an agent loop calls: sessions bound to a conversation, and result helpers."""

@@ -1,0 +1,163 @@
+"""A session: the host's handle on the runtime, bound to one conversation.
+
+The host passes only each event's own fields; the session fills the base
+fields (``conv_id``, ``cwd``, ``invoked_by``, ``recipe_name``) and validates
+everything before any hook runs, so a host bug is a ``ValueError`` naming the
+field, not a confusing answer from some hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..events import Event
+from ..payloads import PAYLOAD_TYPES, BasePayload, Message, StructuredToolResult, UsageInfo
+from ..results import (
+    AfterToolCallResult,
+    AfterTurnResult,
+    AgentStopResult,
+    BeforeToolCallResult,
+    UserMessageSendResult,
+)
+from ..runtime import Runtime
+from ..trace import Dispatch
+from ..wire import converter, structure
+
+_MISSING: Any = object()
+
+
+class Session:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        conv_id: str = "",
+        cwd: str | None = None,
+        invoked_by: str = "main",
+        recipe_name: str = "",
+        on_dispatch: Callable[[Dispatch], None] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.conv_id = conv_id
+        self.cwd = cwd if cwd is not None else str(runtime.cwd)
+        self.invoked_by = invoked_by
+        self.recipe_name = recipe_name
+        self.on_dispatch = on_dispatch
+        self.last: Dispatch | None = None
+
+    def payload(self, event: Event, **fields: Any) -> BasePayload:
+        """Build and validate the payload for ``event`` from its own fields."""
+        data: dict[str, Any] = {
+            "conv_id": self.conv_id,
+            "cwd": self.cwd,
+            "invoked_by": self.invoked_by,
+            "recipe_name": self.recipe_name,
+        }
+        for key, value in fields.items():
+            if value is _MISSING:
+                raise ValueError(f"{event.value}: missing required field {key!r}")
+            if value is not None:
+                data[key] = converter.unstructure(value)
+        if "tool_output" in data and isinstance(data["tool_output"], dict):
+            data["tool_output"] = {k: v for k, v in data["tool_output"].items() if v is not None}
+        return structure(data, PAYLOAD_TYPES[event], what=event.value)
+
+    def _done(self, dispatch: Dispatch) -> Any:
+        self.last = dispatch
+        if self.on_dispatch is not None:
+            self.on_dispatch(dispatch)
+        return dispatch.result
+
+    def dispatch(self, event: Event, **fields: Any) -> Any:
+        return self._done(self.runtime.dispatch(self.payload(event, **fields)))
+
+    async def adispatch(self, event: Event, **fields: Any) -> Any:
+        return self._done(await self.runtime.adispatch(self.payload(event, **fields)))
+
+    # -- sync API ------------------------------------------------------------
+
+    def before_tool_call(
+        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
+        tool_user_id: str = "",
+    ) -> BeforeToolCallResult:
+        return self.dispatch(Event.BEFORE_TOOL_CALL, tool_name=tool_name,  # type: ignore[no-any-return]
+                             tool_input=dict(tool_input or {}), tool_user_id=tool_user_id)
+
+    def after_tool_call(
+        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
+        tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING, tool_user_id: str = "",
+    ) -> AfterToolCallResult:
+        return self.dispatch(Event.AFTER_TOOL_CALL, **_after_tool(tool_name, tool_input,  # type: ignore[no-any-return]
+                                                                  tool_output, tool_user_id))
+
+    def user_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
+        return self.dispatch(Event.USER_MESSAGE_SEND, message=message)  # type: ignore[no-any-return]
+
+    def after_turn(
+        self, turn_number: int = _MISSING, *, tools_used: bool = False,
+        usage: UsageInfo | Mapping[str, int] | None = None, auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None, messages: list[Message] | None = None,
+        response: str | None = None,
+    ) -> AfterTurnResult:
+        return self.dispatch(Event.AFTER_TURN, turn_number=turn_number, tools_used=tools_used,  # type: ignore[no-any-return]
+                             usage=usage, auto_compact_enabled=auto_compact_enabled,
+                             auto_compact_threshold=auto_compact_threshold, messages=messages,
+                             response=response)
+
+    def agent_stop(
+        self, messages: list[Message] | None = None, *,
+        usage: UsageInfo | Mapping[str, int] | None = None, invoked_recipe: str = "",
+        auto_compact_enabled: bool = False, auto_compact_threshold: float | None = None,
+    ) -> AgentStopResult:
+        return self.dispatch(Event.AGENT_STOP, messages=messages or [], usage=usage,  # type: ignore[no-any-return]
+                             invoked_recipe=invoked_recipe,
+                             auto_compact_enabled=auto_compact_enabled,
+                             auto_compact_threshold=auto_compact_threshold)
+
+    # -- async API -----------------------------------------------------------
+
+    async def abefore_tool_call(
+        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
+        tool_user_id: str = "",
+    ) -> BeforeToolCallResult:
+        return await self.adispatch(Event.BEFORE_TOOL_CALL, tool_name=tool_name,  # type: ignore[no-any-return]
+                                    tool_input=dict(tool_input or {}), tool_user_id=tool_user_id)
+
+    async def aafter_tool_call(
+        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
+        tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING, tool_user_id: str = "",
+    ) -> AfterToolCallResult:
+        return await self.adispatch(Event.AFTER_TOOL_CALL, **_after_tool(  # type: ignore[no-any-return]
+            tool_name, tool_input, tool_output, tool_user_id))
+
+    async def auser_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
+        return await self.adispatch(Event.USER_MESSAGE_SEND, message=message)  # type: ignore[no-any-return]
+
+    async def aafter_turn(
+        self, turn_number: int = _MISSING, *, tools_used: bool = False,
+        usage: UsageInfo | Mapping[str, int] | None = None, auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None, messages: list[Message] | None = None,
+        response: str | None = None,
+    ) -> AfterTurnResult:
+        return await self.adispatch(Event.AFTER_TURN, turn_number=turn_number,  # type: ignore[no-any-return]
+                                    tools_used=tools_used, usage=usage,
+                                    auto_compact_enabled=auto_compact_enabled,
+                                    auto_compact_threshold=auto_compact_threshold,
+                                    messages=messages, response=response)
+
+    async def aagent_stop(
+        self, messages: list[Message] | None = None, *,
+        usage: UsageInfo | Mapping[str, int] | None = None, invoked_recipe: str = "",
+        auto_compact_enabled: bool = False, auto_compact_threshold: float | None = None,
+    ) -> AgentStopResult:
+        return await self.adispatch(Event.AGENT_STOP, messages=messages or [], usage=usage,  # type: ignore[no-any-return]
+                                    invoked_recipe=invoked_recipe,
+                                    auto_compact_enabled=auto_compact_enabled,
+                                    auto_compact_threshold=auto_compact_threshold)
+
+
+def _after_tool(tool_name: str, tool_input: Mapping[str, Any] | None,
+                tool_output: Any, tool_user_id: str) -> dict[str, Any]:
+    return {"tool_name": tool_name, "tool_input": dict(tool_input or {}),
+            "tool_output": tool_output, "tool_user_id": tool_user_id}

@@ -1,0 +1,251 @@
+"""How the answers of several hooks merge, per event (DESIGN.md's merge table).
+
+Each event has a reducer: plain, IO-free code that the sync and the async
+drivers both run. A driver asks the reducer for the payload the next hook
+should see, calls the hook however it must (function, coroutine, process),
+and feeds the converted answer back; the reducer says what the answer did and
+whether later hooks still run.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import attrs
+
+from .events import Event
+from .payloads import (
+    AfterToolCallPayload,
+    AfterTurnPayload,
+    AgentStopPayload,
+    BasePayload,
+    BeforeToolCallPayload,
+    Message,
+    UserMessageSendPayload,
+)
+from .results import (
+    RESULT_TYPES,
+    AfterToolCallResult,
+    AfterTurnResult,
+    AgentStopResult,
+    BeforeToolCallResult,
+    UserMessageSendResult,
+)
+from .trace import Outcome
+from .wire import WireError, result_from_wire
+
+log = logging.getLogger("kodelet.policy")
+
+
+def coerce_result(event: Event, raw: Any) -> Any:
+    """Turn whatever a hook returned into the event's result type (or None).
+
+    Raises ``WireError`` for anything that does not convert: that is the hook's
+    failure, never the host's."""
+    if raw is None:
+        return None
+    cls = RESULT_TYPES[event]
+    if isinstance(raw, cls):
+        return raw
+    if isinstance(raw, dict):
+        return result_from_wire(event, raw)
+    raise WireError(f"returned {type(raw).__name__}, expected None, a dict or {cls.__name__}")
+
+
+def valid_messages(messages: list[Message] | None) -> str | None:
+    """Why a mutate's messages cannot replace a conversation, or None if they can."""
+    if not messages:
+        return "mutate without messages"
+    for i, m in enumerate(messages):
+        if m.role not in ("user", "assistant"):
+            return f"messages[{i}].role is {m.role!r}, not 'user' or 'assistant'"
+        if not isinstance(m.content, str):
+            return f"messages[{i}].content is not a string"
+    return None
+
+
+class Reducer:
+    """Base reducer: holds the current payload and whether the chain has stopped."""
+
+    event: Event
+
+    def __init__(self, payload: BasePayload) -> None:
+        self.payload: BasePayload = payload
+        self.stopped = False
+
+    def add(self, name: str, result: Any) -> tuple[Outcome, str | None]:
+        """Fold one hook's converted answer in; returns its outcome and a detail."""
+        raise NotImplementedError
+
+    def fail_closed(self, name: str, why: str) -> None:
+        """Block because a fail-closed hook failed (blocking events only)."""
+
+    def merged(self) -> Any:
+        raise NotImplementedError
+
+
+class _Blocking(Reducer):
+    blocked = False
+    reason = ""
+
+    def _block(self, reason: str) -> None:
+        self.blocked, self.reason, self.stopped = True, reason, True
+
+    def fail_closed(self, name: str, why: str) -> None:
+        self._block(f"hook {name} failed (fail-closed): {why}")
+
+
+class BeforeToolCallReducer(_Blocking):
+    event = Event.BEFORE_TOOL_CALL
+
+    def __init__(self, payload: BeforeToolCallPayload) -> None:
+        super().__init__(payload)
+        # A snapshot, so an impl that edits tool_input in place counts as a rewrite.
+        self.original = copy.deepcopy(payload.tool_input)
+
+    def add(self, name: str, result: BeforeToolCallResult | None) -> tuple[Outcome, str | None]:
+        if result is None:
+            return Outcome.NO_ACTION, None
+        if result.blocked:
+            self._block(result.reason or f"blocked by {name}")
+            return Outcome.BLOCKED, self.reason
+        current: BeforeToolCallPayload = self.payload  # type: ignore[assignment]
+        if result.input is not None and result.input != current.tool_input:
+            self.payload = attrs.evolve(current, tool_input=result.input)
+            return Outcome.MODIFIED, None
+        return Outcome.NO_ACTION, None
+
+    def merged(self) -> BeforeToolCallResult:
+        if self.blocked:
+            return BeforeToolCallResult(blocked=True, reason=self.reason)
+        final: BeforeToolCallPayload = self.payload  # type: ignore[assignment]
+        changed = final.tool_input != self.original
+        return BeforeToolCallResult(input=final.tool_input if changed else None)
+
+
+class AfterToolCallReducer(Reducer):
+    event = Event.AFTER_TOOL_CALL
+
+    def __init__(self, payload: AfterToolCallPayload) -> None:
+        super().__init__(payload)
+        self.original = payload.tool_output
+
+    def add(self, name: str, result: AfterToolCallResult | None) -> tuple[Outcome, str | None]:
+        current: AfterToolCallPayload = self.payload  # type: ignore[assignment]
+        if result is None or result.output is None or result.output == current.tool_output:
+            return Outcome.NO_ACTION, None
+        self.payload = attrs.evolve(current, tool_output=result.output)
+        return Outcome.MODIFIED, None
+
+    def merged(self) -> AfterToolCallResult:
+        final: AfterToolCallPayload = self.payload  # type: ignore[assignment]
+        changed = final.tool_output != self.original
+        return AfterToolCallResult(output=final.tool_output if changed else None)
+
+
+class UserMessageSendReducer(_Blocking):
+    event = Event.USER_MESSAGE_SEND
+
+    def add(self, name: str, result: UserMessageSendResult | None) -> tuple[Outcome, str | None]:
+        if result is not None and result.blocked:
+            self._block(result.reason or f"blocked by {name}")
+            return Outcome.BLOCKED, self.reason
+        return Outcome.NO_ACTION, None
+
+    def merged(self) -> UserMessageSendResult:
+        return UserMessageSendResult(blocked=self.blocked, reason=self.reason)
+
+
+class _FirstActionWins(Reducer):
+    """after_turn and agent_stop: every hook runs, the first mutate/callback wins."""
+
+    def __init__(self, payload: BasePayload) -> None:
+        super().__init__(payload)
+        self.winner: AfterTurnResult | AgentStopResult | None = None
+        self.winner_name = ""
+
+    def _action(self, name: str, result: AfterTurnResult | AgentStopResult) -> tuple[Outcome, str | None] | None:
+        if result.result not in ("mutate", "callback"):
+            return None
+        if result.result == "mutate":
+            problem = valid_messages(result.messages)
+            if problem:
+                log.warning("hook %s: mutate dropped: %s", name, problem)
+                return Outcome.ERROR, f"mutate dropped: {problem}"
+        elif not result.callback:
+            log.warning("hook %s: callback dropped: no callback name", name)
+            return Outcome.ERROR, "callback dropped: no callback name"
+        if self.winner is not None:
+            msg = (
+                f"conflict: {result.result} from {name} ignored, "
+                f"{self.winner.result} from {self.winner_name} already won"
+            )
+            log.warning(msg)
+            return Outcome.ACTION, msg
+        self.winner, self.winner_name = result, name
+        return Outcome.ACTION, result.result if result.result == "mutate" else f"callback {result.callback}"
+
+
+class AfterTurnReducer(_FirstActionWins):
+    event = Event.AFTER_TURN
+
+    def add(self, name: str, result: AfterTurnResult | None) -> tuple[Outcome, str | None]:
+        if result is None:
+            return Outcome.NO_ACTION, None
+        return self._action(name, result) or (Outcome.NO_ACTION, None)
+
+    def merged(self) -> AfterTurnResult:
+        w = self.winner
+        if w is None:
+            return AfterTurnResult()
+        return AfterTurnResult(
+            result=w.result, messages=w.messages, callback=w.callback, callback_args=w.callback_args
+        )
+
+
+class AgentStopReducer(_FirstActionWins):
+    event = Event.AGENT_STOP
+
+    def __init__(self, payload: AgentStopPayload) -> None:
+        super().__init__(payload)
+        self.follow_ups: list[str] = []
+
+    def add(self, name: str, result: AgentStopResult | None) -> tuple[Outcome, str | None]:
+        if result is None:
+            return Outcome.NO_ACTION, None
+        outcome = self._action(name, result)
+        if result.follow_up_messages:
+            self.follow_ups.extend(result.follow_up_messages)
+            n = len(result.follow_up_messages)
+            detail = f"{n} follow-up message{'s' if n != 1 else ''}"
+            if outcome is None or outcome[0] is not Outcome.ERROR:
+                return Outcome.ACTION, detail if outcome is None else f"{outcome[1]}; {detail}"
+        return outcome or (Outcome.NO_ACTION, None)
+
+    def merged(self) -> AgentStopResult:
+        w = self.winner
+        follow = list(self.follow_ups) or None
+        if w is None:
+            return AgentStopResult(follow_up_messages=follow)
+        return AgentStopResult(
+            result=w.result,
+            follow_up_messages=follow,
+            messages=w.messages,
+            callback=w.callback,
+            callback_args=w.callback_args,
+        )
+
+
+REDUCERS: dict[Event, type[Reducer]] = {
+    Event.BEFORE_TOOL_CALL: BeforeToolCallReducer,
+    Event.AFTER_TOOL_CALL: AfterToolCallReducer,
+    Event.USER_MESSAGE_SEND: UserMessageSendReducer,
+    Event.AFTER_TURN: AfterTurnReducer,
+    Event.AGENT_STOP: AgentStopReducer,
+}
+
+
+def reducer_for(payload: BasePayload) -> Reducer:
+    return REDUCERS[payload.EVENT](payload)  # type: ignore[arg-type]

@@ -1,0 +1,65 @@
+"""What hooks answer: one attrs class per event, shared by single hooks and merged results."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from .events import Event
+from .payloads import Message, StructuredToolResult
+
+# "" and "continue" both mean: no replacement of the conversation.
+HookAction = Literal["", "continue", "mutate", "callback"]
+
+
+@attrs.frozen(kw_only=True)
+class BeforeToolCallResult:
+    blocked: bool = False
+    reason: str = ""
+    input: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AfterToolCallResult:
+    output: StructuredToolResult | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UserMessageSendResult:
+    blocked: bool = False
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class AfterTurnResult:
+    result: HookAction = ""
+    messages: list[Message] | None = None
+    callback: str = ""
+    callback_args: dict[str, str] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AgentStopResult:
+    result: HookAction = ""
+    follow_up_messages: list[str] | None = None
+    messages: list[Message] | None = None
+    callback: str = ""
+    callback_args: dict[str, str] | None = None
+
+
+Result = (
+    BeforeToolCallResult
+    | AfterToolCallResult
+    | UserMessageSendResult
+    | AfterTurnResult
+    | AgentStopResult
+)
+
+RESULT_TYPES: dict[Event, type[Any]] = {
+    Event.BEFORE_TOOL_CALL: BeforeToolCallResult,
+    Event.AFTER_TOOL_CALL: AfterToolCallResult,
+    Event.USER_MESSAGE_SEND: UserMessageSendResult,
+    Event.AFTER_TURN: AfterTurnResult,
+    Event.AGENT_STOP: AgentStopResult,
+}

@@ -1,0 +1,156 @@
+"""The one converter between attrs models and the JSON wire format.
+
+Strict on purpose: hooks are untrusted input, and a hook that prints
+``{"blocked": "yes"}`` must count as that hook's failure rather than be
+coerced into something the user never meant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from .events import Event
+from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
+from .results import RESULT_TYPES
+
+T = TypeVar("T")
+
+
+class WireError(ValueError):
+    """A JSON document did not match the model; the message names the field."""
+
+
+def _strict(kind: type, name: str) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if kind is float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"expected a number, got {type(value).__name__}")
+            return float(value)
+        if kind is int and isinstance(value, bool):
+            raise TypeError("expected an integer, got bool")
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {name}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter()
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(float, _strict(float, "a number"))
+
+    def is_list(t: Any) -> bool:
+        return get_origin(t) is list
+
+    def structure_list(value: Any, t: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        (item,) = get_args(t) or (Any,)
+        return [conv.structure(v, item) for v in value]
+
+    def is_dict(t: Any) -> bool:
+        return get_origin(t) is dict
+
+    def structure_dict(value: Any, t: Any) -> dict[Any, Any]:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        _, item = get_args(t) or (str, Any)
+        if item is Any:
+            return dict(value)
+        return {conv.structure(k, str): conv.structure(v, item) for k, v in value.items()}
+
+    conv.register_structure_hook_func(is_list, structure_list)
+    conv.register_structure_hook_func(is_dict, structure_dict)
+
+    renames = {"tool_name": override(rename="toolName")}
+    conv.register_structure_hook(
+        StructuredToolResult, make_dict_structure_fn(StructuredToolResult, conv, **renames)
+    )
+    tool_result_unstructure = make_dict_unstructure_fn(StructuredToolResult, conv, **renames)
+
+    def unstructure_tool_result(obj: StructuredToolResult) -> dict[str, Any]:
+        data = tool_result_unstructure(obj)
+        return {k: v for k, v in data.items() if v is not None}
+
+    conv.register_unstructure_hook(StructuredToolResult, unstructure_tool_result)
+    return conv
+
+
+converter = _make_converter()
+
+
+def _drop_nones(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def payload_to_wire(payload: BasePayload) -> dict[str, Any]:
+    """The seeds' payload JSON: ``event`` first, optional fields left out when unset."""
+    data: dict[str, Any] = {"event": payload.EVENT.value}
+    data.update(_drop_nones(converter.unstructure(payload)))
+    if not data.get("recipe_name"):
+        data.pop("recipe_name", None)
+    return data
+
+
+def _describe(exc: BaseException, what: str) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        problems = cattrs.transform_error(exc, path=what)
+        return "; ".join(problems)
+    return f"{what}: {exc}"
+
+
+def structure(data: Any, cls: type[T], what: str = "$") -> T:
+    """Structure JSON-ish data into ``cls``, raising :class:`WireError` naming the field."""
+    if not isinstance(data, Mapping):
+        raise WireError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    try:
+        return converter.structure(dict(data), cls)
+    except Exception as exc:  # cattrs raises several exception types
+        raise WireError(_describe(exc, what)) from None
+
+
+def payload_from_wire(event: Event, data: Mapping[str, Any]) -> BasePayload:
+    """Build a payload from wire JSON; an ``event`` key, if present, must match."""
+    given = data.get("event")
+    if given is not None and given != event.value:
+        raise WireError(f"payload is for event {given!r}, not {event.value!r}")
+    fields = {k: v for k, v in data.items() if k != "event"}
+    return structure(fields, PAYLOAD_TYPES[event], what="payload")
+
+
+def result_from_wire(event: Event, data: Any) -> Any:
+    return structure(data, RESULT_TYPES[event], what="result")
+
+
+def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
+    """Merged-result JSON: null and empty fields left out, but ``blocked`` always present
+    for blocking events; a rewritten ``input``/``output`` is kept even if it is empty."""
+    data = converter.unstructure(result)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in ("input", "output"):
+            if value is not None:
+                out[key] = value
+        elif key == "blocked":
+            if event.blocking:
+                out[key] = value
+        elif value not in (None, "", [], {}):
+            out[key] = value
+    return out
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False)
+
+
+def fields_of(cls: type[Any]) -> tuple[str, ...]:
+    return tuple(a.name for a in attrs.fields(cls))

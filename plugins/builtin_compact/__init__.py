@@ -1,0 +1,1 @@
+"""The built-in compaction trigger, shipped in kodelet's own wheel."""
