@@ -1,0 +1,3 @@
+from kodelet.cli.app import main
+
+main()

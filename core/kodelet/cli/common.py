@@ -1,0 +1,59 @@
+"""What every command shares: global options, runtime construction, errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import attrs
+import typer
+
+from ..config import ConfigError
+from ..runtime import Runtime
+
+
+@attrs.define
+class State:
+    """Global options, carried in ``typer.Context.obj``."""
+
+    cwd: Path = attrs.field(factory=Path.cwd)
+    no_hooks: bool = False
+
+
+def state(ctx: typer.Context) -> State:
+    obj = ctx.find_root().obj
+    if not isinstance(obj, State):
+        obj = State()
+        ctx.find_root().obj = obj
+    return obj
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One line on stderr, no traceback, and the exit code the contract names."""
+    typer.echo(f"kodelet: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def make_runtime(ctx: typer.Context, **kwargs: Any) -> Runtime:
+    st = state(ctx)
+    try:
+        return Runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def setup_logging() -> None:
+    level = os.environ.get("KODELET_LOG_LEVEL", "warning").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.WARNING),
+        format="kodelet: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )

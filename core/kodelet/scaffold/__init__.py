@@ -1,0 +1,1 @@
+"""kodelet.scaffold."""
