@@ -5,18 +5,15 @@ Kept as a ``str`` enum so values compare equal to the wire strings the seeds use
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Event(str, Enum):
+class Event(StrEnum):
     BEFORE_TOOL_CALL = "before_tool_call"
     AFTER_TOOL_CALL = "after_tool_call"
     USER_MESSAGE_SEND = "user_message_send"
     AFTER_TURN = "after_turn"
     AGENT_STOP = "agent_stop"
-
-    def __str__(self) -> str:
-        return self.value
 
     @property
     def blocking(self) -> bool:

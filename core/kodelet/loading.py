@@ -73,7 +73,9 @@ def load(ep: Any, builtin: bool) -> PluginInfo:
 def _path_of(obj: Any, dist: Any) -> str | None:
     module_file = getattr(obj, "__file__", None)
     if module_file:
-        return str(Path(module_file).parent if Path(module_file).name == "__init__.py" else module_file)
+        return str(
+            Path(module_file).parent if Path(module_file).name == "__init__.py" else module_file
+        )
     if dist is not None:
         try:
             return str(dist.locate_file(""))

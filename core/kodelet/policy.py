@@ -18,12 +18,10 @@ import attrs
 from .events import Event
 from .payloads import (
     AfterToolCallPayload,
-    AfterTurnPayload,
     AgentStopPayload,
     BasePayload,
     BeforeToolCallPayload,
     Message,
-    UserMessageSendPayload,
 )
 from .results import (
     RESULT_TYPES,
@@ -166,7 +164,9 @@ class _FirstActionWins(Reducer):
         self.winner: AfterTurnResult | AgentStopResult | None = None
         self.winner_name = ""
 
-    def _action(self, name: str, result: AfterTurnResult | AgentStopResult) -> tuple[Outcome, str | None] | None:
+    def _action(
+        self, name: str, result: AfterTurnResult | AgentStopResult
+    ) -> tuple[Outcome, str | None] | None:
         if result.result not in ("mutate", "callback"):
             return None
         if result.result == "mutate":
@@ -185,7 +185,10 @@ class _FirstActionWins(Reducer):
             log.warning(msg)
             return Outcome.ACTION, msg
         self.winner, self.winner_name = result, name
-        return Outcome.ACTION, result.result if result.result == "mutate" else f"callback {result.callback}"
+        return (
+            Outcome.ACTION,
+            result.result if result.result == "mutate" else f"callback {result.callback}",
+        )
 
 
 class AfterTurnReducer(_FirstActionWins):
@@ -248,4 +251,4 @@ REDUCERS: dict[Event, type[Reducer]] = {
 
 
 def reducer_for(payload: BasePayload) -> Reducer:
-    return REDUCERS[payload.EVENT](payload)  # type: ignore[arg-type]
+    return REDUCERS[payload.EVENT](payload)

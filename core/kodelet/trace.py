@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import attrs
@@ -10,24 +10,18 @@ import attrs
 from .events import Event
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     NO_ACTION = "no-action"
     BLOCKED = "blocked"
     MODIFIED = "modified"
     ACTION = "action"
     ERROR = "error"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Source(str, Enum):
+class Source(StrEnum):
     BUILTIN = "builtin"
     PYTHON = "python"
     EXECUTABLE = "executable"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @attrs.frozen(kw_only=True)

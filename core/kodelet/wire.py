@@ -71,11 +71,11 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(is_list, structure_list)
     conv.register_structure_hook_func(is_dict, structure_dict)
 
-    renames = {"tool_name": override(rename="toolName")}
+    camel = override(rename="toolName")
     conv.register_structure_hook(
-        StructuredToolResult, make_dict_structure_fn(StructuredToolResult, conv, **renames)
+        StructuredToolResult, make_dict_structure_fn(StructuredToolResult, conv, tool_name=camel)
     )
-    tool_result_unstructure = make_dict_unstructure_fn(StructuredToolResult, conv, **renames)
+    tool_result_unstructure = make_dict_unstructure_fn(StructuredToolResult, conv, tool_name=camel)
 
     def unstructure_tool_result(obj: StructuredToolResult) -> dict[str, Any]:
         data = tool_result_unstructure(obj)
