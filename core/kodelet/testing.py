@@ -1,0 +1,240 @@
+"""Test helpers for plugin authors, loaded into pytest by the ``pytest11`` entry point.
+
+A plugin's tests should exercise the same code paths a host does: a real
+:class:`~kodelet.runtime.Runtime` (so ``configure``, call order and the merge
+policy apply), payloads validated by the wire converter, and executables run
+through the real adapter (so a hook that prints bad JSON fails its test the way
+it would fail in production). Everything here is importable as plain functions
+too, for authors who prefer them to fixtures.
+
+Fixtures: ``kodelet_runtime`` (factory of isolated runtimes), ``kodelet_payload``
+(:func:`make_payload`), ``kodelet_run_hook`` (:func:`run_executable_hook`) and
+``kodelet_home`` (HOME and KODELET_HOME in a temp dir).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from .adapters.discovery import query_event
+from .adapters.executable import ExecutableHook, HookFailure
+from .config import Config
+from .events import Event, parse_event
+from .payloads import (
+    PAYLOAD_TYPES,
+    AfterToolCallPayload,
+    AfterTurnPayload,
+    AgentStopPayload,
+    BasePayload,
+    BeforeToolCallPayload,
+    UserMessageSendPayload,
+)
+from .policy import coerce_result
+from .runtime import Runtime
+from .wire import converter, payload_to_wire, structure
+
+__all__ = [
+    "HookFailure",
+    "RuntimeFactory",
+    "after_tool_call_payload",
+    "after_turn_payload",
+    "agent_stop_payload",
+    "before_tool_call_payload",
+    "make_payload",
+    "run_executable_hook",
+    "user_message_send_payload",
+]
+
+TIMESTAMP = "2024-01-15T10:30:00Z"
+
+_DEFAULTS: dict[Event, dict[str, Any]] = {
+    Event.BEFORE_TOOL_CALL: {
+        "tool_name": "bash",
+        "tool_input": {"command": "ls -la"},
+        "tool_user_id": "tool-call-id",
+    },
+    Event.AFTER_TOOL_CALL: {
+        "tool_name": "bash",
+        "tool_input": {"command": "ls -la"},
+        "tool_user_id": "tool-call-id",
+    },
+    Event.USER_MESSAGE_SEND: {"message": "hello"},
+    Event.AFTER_TURN: {"turn_number": 1},
+    Event.AGENT_STOP: {"messages": []},
+}
+
+
+def make_payload(event: Event | str, **fields: Any) -> BasePayload:
+    """A valid payload for ``event``: the seeds' example values, overridden by ``fields``.
+
+    Values may be model objects or their wire form (``{"toolName": ...}``,
+    ``{"role": ..., "content": ...}``); the result went through the same
+    converter a host's payload does, so a typo in a field name is a ``ValueError``."""
+    ev = parse_event(event) if isinstance(event, str) else event
+    data: dict[str, Any] = {
+        "conv_id": "test-conversation",
+        "cwd": os.getcwd(),
+        "invoked_by": "main",
+        **_DEFAULTS[ev],
+    }
+    data.update({k: converter.unstructure(v) for k, v in fields.items() if v is not None})
+    if ev is Event.AFTER_TOOL_CALL and "tool_output" not in data:
+        data["tool_output"] = {
+            "toolName": data["tool_name"],
+            "success": True,
+            "timestamp": TIMESTAMP,
+        }
+    if isinstance(data.get("tool_output"), dict):
+        data["tool_output"] = {k: v for k, v in data["tool_output"].items() if v is not None}
+    data.pop("event", None)
+    return structure(data, PAYLOAD_TYPES[ev], what=ev.value)
+
+
+def before_tool_call_payload(
+    tool_name: str = "bash", tool_input: Mapping[str, Any] | None = None, **fields: Any
+) -> BeforeToolCallPayload:
+    if tool_input is not None:
+        fields["tool_input"] = dict(tool_input)
+    payload = make_payload(Event.BEFORE_TOOL_CALL, tool_name=tool_name, **fields)
+    return cast(BeforeToolCallPayload, payload)
+
+
+def after_tool_call_payload(
+    tool_name: str = "bash", tool_input: Mapping[str, Any] | None = None, **fields: Any
+) -> AfterToolCallPayload:
+    if tool_input is not None:
+        fields["tool_input"] = dict(tool_input)
+    payload = make_payload(Event.AFTER_TOOL_CALL, tool_name=tool_name, **fields)
+    return cast(AfterToolCallPayload, payload)
+
+
+def user_message_send_payload(message: str = "hello", **fields: Any) -> UserMessageSendPayload:
+    payload = make_payload(Event.USER_MESSAGE_SEND, message=message, **fields)
+    return cast(UserMessageSendPayload, payload)
+
+
+def after_turn_payload(turn_number: int = 1, **fields: Any) -> AfterTurnPayload:
+    return cast(AfterTurnPayload, make_payload(Event.AFTER_TURN, turn_number=turn_number, **fields))
+
+
+def agent_stop_payload(messages: Iterable[Any] = (), **fields: Any) -> AgentStopPayload:
+    """``messages`` may be ``Message`` objects, dicts or ``(role, content)`` pairs."""
+    wire = [
+        {"role": m[0], "content": m[1]} if isinstance(m, tuple) else converter.unstructure(m)
+        for m in messages
+    ]
+    return cast(AgentStopPayload, make_payload(Event.AGENT_STOP, messages=wire, **fields))
+
+
+def run_executable_hook(
+    path: str | os.PathLike[str],
+    payload: BasePayload | Mapping[str, Any] | None = None,
+    *,
+    timeout: float = 10.0,
+    env: Mapping[str, str] | None = None,
+    **fields: Any,
+) -> Any:
+    """Run an executable hook as the runtime would, and return its converted result.
+
+    The file is first asked ``hook`` (through discovery's own query), then run
+    with the payload on stdin by :class:`~kodelet.adapters.executable.ExecutableHook`.
+    Returns the event's result object, or ``None`` when the hook printed nothing.
+    Raises :class:`HookFailure` for a failed run and ``ValueError`` for an answer
+    that does not convert or a payload for another event. Without ``payload``,
+    one is made for the event the hook declares, from ``fields``."""
+    exe_path = Path(path)
+    run_env = dict(os.environ if env is None else env)
+    event, _ = query_event(exe_path, run_env)
+    if payload is None:
+        payload = make_payload(event, **fields)
+    wire = payload_to_wire(payload) if isinstance(payload, BasePayload) else dict(payload)
+    given = wire.get("event", event.value)
+    if parse_event(str(given)) is not event:
+        raise ValueError(f"{exe_path.name} handles {event.value}, but the payload is for {given}")
+    wire["event"] = event.value
+    hook = ExecutableHook(exe_path.name, exe_path, event, env=run_env)
+    try:
+        raw = hook.run(wire, timeout=timeout)
+    finally:
+        hook.close()
+    return coerce_result(event, raw)
+
+
+class RuntimeFactory:
+    """Builds isolated runtimes and closes them all when the test ends.
+
+    ``factory(plugin, ("name", other), config={"name": {...}})`` registers only the
+    given plugins: no entry points, no built-ins, no executable hooks, and a
+    project directory and global root of its own. A plugin given as
+    ``(name, obj)`` is registered under that name, which is the name its
+    ``[plugin.<name>]`` table is looked up by. ``config`` gives those tables
+    directly; ``config_toml`` instead writes ``.kodelet/config.toml`` in the
+    project directory and lets the real loader read it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._made: list[Runtime] = []
+
+    def __call__(
+        self,
+        *plugins: Any,
+        config: Mapping[str, Mapping[str, Any]] | None = None,
+        config_toml: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        home: str | os.PathLike[str] | None = None,
+        **kwargs: Any,
+    ) -> Runtime:
+        n = len(self._made)
+        project = Path(cwd) if cwd is not None else self.root / f"project-{n}"
+        project.mkdir(parents=True, exist_ok=True)
+        global_root = Path(home) if home is not None else self.root / f"global-{n}"
+        if config_toml is not None:
+            (project / ".kodelet").mkdir(exist_ok=True)
+            (project / ".kodelet" / "config.toml").write_text(config_toml)
+        if config is not None:
+            kwargs["config"] = Config(plugin_tables={k: dict(v) for k, v in config.items()})
+        kwargs.setdefault("entry_points", False)
+        kwargs.setdefault("builtins", False)
+        kwargs.setdefault("executables", False)
+        runtime = Runtime(cwd=project, home=global_root, plugins=plugins, **kwargs)
+        self._made.append(runtime)
+        return runtime
+
+    def close(self) -> None:
+        while self._made:
+            self._made.pop().close()
+
+
+@pytest.fixture
+def kodelet_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeFactory]:
+    """A factory of isolated runtimes with only the plugins under test."""
+    factory = RuntimeFactory(tmp_path_factory.mktemp("kodelet-runtime"))
+    yield factory
+    factory.close()
+
+
+@pytest.fixture
+def kodelet_payload() -> Any:
+    """:func:`make_payload`: ``kodelet_payload("before_tool_call", tool_input={...})``."""
+    return make_payload
+
+
+@pytest.fixture
+def kodelet_run_hook() -> Any:
+    """:func:`run_executable_hook`."""
+    return run_executable_hook
+
+
+@pytest.fixture
+def kodelet_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME and KODELET_HOME in a temp dir, so a plugin that writes to the global
+    root (``$KODELET_HOME``, else ``~/.kodelet``) never touches the real one."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("KODELET_HOME", str(home / ".kodelet"))
+    return home / ".kodelet"
