@@ -13,6 +13,7 @@ from typing import Any, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
+from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .events import Event
@@ -55,7 +56,17 @@ def _make_converter() -> cattrs.Converter:
         if not isinstance(value, list):
             raise TypeError(f"expected a list, got {type(value).__name__}")
         (item,) = get_args(t) or (Any,)
-        return [conv.structure(v, item) for v in value]
+        out: list[Any] = []
+        errors: list[Exception] = []
+        for i, v in enumerate(value):
+            try:
+                out.append(conv.structure(v, item))
+            except Exception as exc:  # noted with its index so the error names messages[2]
+                exc.add_note(IterableValidationNote(f"Structuring {t} @ index {i}", i, item))
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError(f"While structuring {t!r}", errors, t)
+        return out
 
     def is_dict(t: Any) -> bool:
         return get_origin(t) is dict
@@ -104,7 +115,8 @@ def payload_to_wire(payload: BasePayload) -> dict[str, Any]:
 def _describe(exc: BaseException, what: str) -> str:
     if isinstance(exc, cattrs.BaseValidationError):
         problems = cattrs.transform_error(exc, path=what)
-        return "; ".join(problems)
+        # StructuredToolResult's name is camelCase on the wire: say so in errors too.
+        return "; ".join(p.replace("output.tool_name", "output.toolName") for p in problems)
     return f"{what}: {exc}"
 
 
