@@ -152,7 +152,9 @@ class Runtime:
         return info
 
     def _load_executables(self) -> None:
-        self.discovered = discover(self.places, self.config, **self._discover_options())
+        self.discovered = discover(
+            self.places, self.config, env=self.env, **self._discover_options()
+        )
         active = [h for h in self.discovered if h.status == "active"]
         # Registered lowest precedence first: pluggy calls later registrations first.
         for hook in reversed(active):
@@ -247,30 +249,33 @@ class Runtime:
         return TraceRecord(event=event, name=entry.name, source=entry.source, outcome=Outcome.ERROR,
                            duration=duration, error=why, detail=detail)
 
+    # The caches hold the payload itself: an id() alone could be reused by a later
+    # rewritten payload once the earlier one is freed, handing a hook stale input.
     @staticmethod
-    def _native_args(entry: HookEntry, payload: BasePayload, cache: dict[int, Any]) -> list[Any]:
-        key = id(payload)
-        kwargs = cache.get(key)
-        if kwargs is None:
-            kwargs = {"event": payload.EVENT, **attrs.asdict(payload, recurse=False)}
-            cache.clear()
-            cache[key] = kwargs
+    def _native_args(entry: HookEntry, payload: BasePayload, cache: dict[str, Any]) -> list[Any]:
+        held = cache.get("args")
+        if held is None or held[0] is not payload:
+            held = cache["args"] = (
+                payload,
+                {"event": payload.EVENT, **attrs.asdict(payload, recurse=False)},
+            )
+        kwargs = held[1]
         return [kwargs[a] for a in entry.impl.argnames]
 
     @staticmethod
-    def _wire(payload: BasePayload, cache: dict[int, Any]) -> dict[str, Any]:
-        key = -id(payload)
-        wire = cache.get(key)
-        if wire is None:
-            wire = cache[key] = payload_to_wire(payload)
+    def _wire(payload: BasePayload, cache: dict[str, Any]) -> dict[str, Any]:
+        held = cache.get("wire")
+        if held is None or held[0] is not payload:
+            held = cache["wire"] = (payload, payload_to_wire(payload))
+        wire: dict[str, Any] = held[1]
         return wire
 
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
         red, entries = self._start(payload)
         records: list[TraceRecord] = []
-        args_cache: dict[int, Any] = {}
-        wire_cache: dict[int, Any] = {}
+        args_cache: dict[str, Any] = {}
+        wire_cache: dict[str, Any] = {}
         for entry in entries:
             started = time.perf_counter()
             try:
@@ -294,8 +299,8 @@ class Runtime:
         """The async twin of :meth:`dispatch`: same policy, asyncio subprocesses."""
         red, entries = self._start(payload)
         records: list[TraceRecord] = []
-        args_cache: dict[int, Any] = {}
-        wire_cache: dict[int, Any] = {}
+        args_cache: dict[str, Any] = {}
+        wire_cache: dict[str, Any] = {}
         for entry in entries:
             started = time.perf_counter()
             try:

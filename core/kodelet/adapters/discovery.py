@@ -7,10 +7,11 @@ guardrail can have.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
     return todo, skipped
 
 
-def query_event(path: Path, env: dict[str, str] | None = None) -> tuple[Event, tuple[str, ...]]:
+def query_event(path: Path, env: Mapping[str, str] | None = None) -> tuple[Event, tuple[str, ...]]:
     """Ask ``<exe> hook`` which event it handles; ``ValueError`` says why it cannot be used."""
     qenv = dict(os.environ if env is None else env)
     qenv["KODELET_HOOK_PROTOCOLS"] = "jsonl"
@@ -165,11 +166,14 @@ def discover(
     *,
     query: object = None,
     workers: int = 8,
+    env: Mapping[str, str] | None = None,
 ) -> list[DiscoveredHook]:
     """Every hook file in precedence order, each active, skipped or disabled.
 
-    ``query`` replaces :func:`query_event` (the discovery cache passes its own)."""
-    ask = query if callable(query) else query_event
+    ``query`` replaces :func:`query_event` (the discovery cache passes its own).
+    ``env`` is the environment the hooks will run in: a hook is asked its event
+    in the same environment, so both answers come from the same world."""
+    ask = query if callable(query) else functools.partial(query_event, env=env)
     todo, found = scan(places)
 
     def one(item: tuple[Candidate, Path]) -> DiscoveredHook:

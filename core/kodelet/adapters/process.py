@@ -179,6 +179,22 @@ def run_process(
     )
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Until the hook itself has exited.
+
+    ``Process.wait`` also waits for every pipe to close, so a child the hook left
+    behind holding stdout would make a finished hook look hung until the timeout
+    (the sync side gives such a hook :data:`EXIT_GRACE`, and so must this one)."""
+    waiter = asyncio.ensure_future(proc.wait())
+    delay = 0.002
+    try:
+        while proc.returncode is None and not waiter.done():
+            await asyncio.wait({waiter}, timeout=delay)
+            delay = min(delay * 2, 0.05)
+    finally:
+        waiter.cancel()
+
+
 async def arun_process(
     argv: Sequence[str],
     data: bytes,
@@ -237,7 +253,7 @@ async def arun_process(
     timed_out = False
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            await asyncio.wait_for(_exited(proc), timeout)
         except asyncio.TimeoutError:
             timed_out = True
         if not timed_out:
