@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .config import Config, ConfigError, HookSettings, load_config
 from .events import Event, parse_event
+from .host.apply import Applied, apply_after_turn, apply_agent_stop
 from .host.session import Session
 from .markers import ENTRY_POINT_GROUP, hookimpl, hookspec
 from .payloads import (
@@ -20,6 +21,16 @@ from .payloads import (
     StructuredToolResult,
     UsageInfo,
     UserMessageSendPayload,
+)
+from .recipes import (
+    CallbackRegistry,
+    ExtractiveRunner,
+    LLMRunner,
+    Recipe,
+    RecipeError,
+    RecipeLibrary,
+    RunnerError,
+    ToolCall,
 )
 from .results import (
     AfterToolCallResult,
@@ -42,26 +53,37 @@ __all__ = [
     "AfterTurnResult",
     "AgentStopPayload",
     "AgentStopResult",
+    "Applied",
     "BasePayload",
     "BeforeToolCallPayload",
     "BeforeToolCallResult",
+    "CallbackRegistry",
     "Config",
     "ConfigError",
     "Dispatch",
     "Event",
+    "ExtractiveRunner",
     "HookEntry",
     "HookSettings",
+    "LLMRunner",
     "Message",
     "Outcome",
+    "Recipe",
+    "RecipeError",
+    "RecipeLibrary",
+    "RunnerError",
     "Runtime",
     "Session",
     "Source",
     "StructuredToolResult",
+    "ToolCall",
     "TraceRecord",
     "UsageInfo",
     "UserMessageSendPayload",
     "UserMessageSendResult",
     "WireError",
+    "apply_after_turn",
+    "apply_agent_stop",
     "hookimpl",
     "hookspec",
     "load_config",
