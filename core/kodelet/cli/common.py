@@ -50,6 +50,16 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def render_table(headers: list[str], rows: list[list[str]], indent: str = "") -> str:
+    """Columns as the seeds print them: a header, a dashed rule, two spaces between columns."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = [headers, ["-" * len(h) for h in headers], *rows]
+    return "\n".join(
+        indent + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
 def setup_logging() -> None:
     level = os.environ.get("KODELET_LOG_LEVEL", "warning").upper()
     logging.basicConfig(

@@ -1,7 +1,407 @@
-"""`kodelet hooks` commands."""
+"""`kodelet hooks` commands: what runs for each event, in which order, and trying it out."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
 import typer
 
-app = typer.Typer(help="Manage hooks.", no_args_is_help=True)
+from ..adapters.discovery import DISABLE_SUFFIX
+from ..config import ConfigError, load_config
+from ..events import Event, parse_event
+from ..loading import entry_points
+from ..payloads import field_names
+from ..places import Places
+from ..runtime import Runtime
+from ..wire import WireError, payload_from_wire, result_to_wire
+from .common import fail, make_runtime, print_json, render_table, state
+
+app = typer.Typer(
+    help="List, run, enable and disable hooks.",
+    no_args_is_help=True,
+)
+
+EVENT_NAMES = ", ".join(e.value for e in Event)
+
+
+def _event(name: str) -> Event:
+    try:
+        return parse_event(name)
+    except ValueError as exc:
+        fail(str(exc), 2)
+
+
+def _implemented(rt: Runtime, plugin: Any) -> list[Event]:
+    """Events a plugin implements, found without registering it (it is disabled)."""
+    found: set[str] = set()
+    for attr in dir(plugin):
+        opts = rt.pm.parse_hookimpl_opts(plugin, attr)
+        if opts is not None:
+            found.add(opts.get("specname") or attr)
+    return [e for e in Event if e.value in found]
+
+
+def _rows(rt: Runtime, only: Event | None) -> list[dict[str, Any]]:
+    """Active hooks per event in call order, then the ones that will not run and why."""
+    paths = {info.name: info.path for info in rt.plugins}
+    natives_off = [
+        (info, _implemented(rt, info.plugin) if info.plugin is not None else [])
+        for info in rt.plugins
+        if info.disabled or info.error
+    ]
+    rows: list[dict[str, Any]] = []
+
+    def row(
+        event: Event | None,
+        name: str,
+        kind: str,
+        path: Any,
+        order: int | None,
+        status: str,
+        reason: str | None,
+    ) -> None:
+        rows.append(
+            {
+                "event": None if event is None else event.value,
+                "name": name,
+                "kind": kind,
+                "path": None if path is None else str(path),
+                "order": order,
+                "status": status,
+                "reason": reason,
+            }
+        )
+
+    for event in Event:
+        if only is not None and event is not only:
+            continue
+        for i, entry in enumerate(rt.hooks(event), start=1):
+            path = entry.path if entry.executable is not None else paths.get(entry.name, entry.path)
+            row(event, entry.name, entry.source.value, path, i, "active", None)
+        for hook in rt.discovered:
+            if hook.event is event and hook.status != "active":
+                row(event, hook.name, "executable", hook.path, None, hook.status, hook.reason)
+        for info, events in natives_off:
+            if event in events:
+                row(
+                    event,
+                    info.name,
+                    info.kind,
+                    info.path,
+                    None,
+                    "disabled",
+                    "disabled in config.toml",
+                )
+    # What kodelet could not ask or load has no known event: shown under every filter.
+    for hook in rt.discovered:
+        if hook.event is None:
+            row(None, hook.name, "executable", hook.path, None, hook.status, hook.reason)
+    for info, events in natives_off:
+        if info.error:
+            row(None, info.name, info.kind, info.path, None, "skipped", info.error)
+        elif not events:
+            row(None, info.name, info.kind, info.path, None, "disabled", "disabled in config.toml")
+    return rows
+
+
+@app.command("list")
+def list_hooks(
+    ctx: typer.Context,
+    event: str = typer.Option(None, "--event", "-e", help=f"Only this event ({EVENT_NAMES})."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list for scripts."),
+) -> None:
+    """Show, per event, the hooks in call order and the ones that will not run, with why."""
+    only = _event(event) if event is not None else None
+    rt = make_runtime(ctx)
+    try:
+        rows = _rows(rt, only)
+    finally:
+        rt.close()
+    if as_json:
+        print_json(rows)
+        return
+    blocks: list[str] = []
+    for ev in Event:
+        if only is not None and ev is not only:
+            continue
+        mine = [r for r in rows if r["event"] == ev.value]
+        blocks.append(ev.value + ("" if mine else "\n  (no hooks)"))
+        if mine:
+            blocks[-1] += "\n" + _table(mine)
+    unknown = [r for r in rows if r["event"] is None]
+    if unknown:
+        blocks.append("not run (event unknown)\n" + _table(unknown))
+    typer.echo("\n\n".join(blocks))
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    return render_table(
+        ["#", "NAME", "KIND", "STATUS", "PATH", "REASON"],
+        [
+            [
+                "-" if r["order"] is None else str(r["order"]),
+                r["name"],
+                r["kind"],
+                r["status"],
+                r["path"] or "-",
+                r["reason"] or "",
+            ]
+            for r in rows
+        ],
+        indent="  ",
+    )
+
+
+def _read_payload(source: str | None) -> dict[str, Any]:
+    if source is None:
+        return {}
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read payload {source}: {exc.strerror or exc}", 2)
+    except UnicodeDecodeError:
+        fail(f"cannot read payload {source}: not UTF-8", 2)
+    where = "stdin" if source == "-" else source
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        fail(f"payload {where} is not valid JSON: {exc}", 2)
+    if not isinstance(data, dict):
+        fail(f"payload {where} must be a JSON object, not {type(data).__name__}", 2)
+    return data
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    event: str = typer.Argument(..., help=f"The event to dispatch ({EVENT_NAMES})."),
+    payload: str = typer.Option(
+        None,
+        "--payload",
+        "-p",
+        help="Payload JSON file, or - for stdin (default: {}).",
+    ),
+    timeout: float = typer.Option(None, "--timeout", help="Per-hook timeout in seconds."),
+    trace: bool = typer.Option(False, "--trace", help="One JSON line per hook called, on stderr."),
+) -> None:
+    """Dispatch one event through every enabled hook and print the merged result as JSON.
+
+    The payload may be partial: conv_id, cwd (--cwd), invoked_by, tool_user_id and
+    tool_input get defaults. Exit status is 0 whatever the hooks decided."""
+    ev = _event(event)
+    data = _read_payload(payload)
+    given = data.get("event")
+    if given is not None:
+        if not isinstance(given, str) or _event_or_none(given) is not ev:
+            fail(f"payload is for event {given!r}, not {ev.value!r}", 2)
+        data["event"] = ev.value
+    defaults: dict[str, Any] = {
+        "conv_id": "",
+        "cwd": str(state(ctx).cwd),
+        "invoked_by": "main",
+        "tool_user_id": "",
+        "tool_input": {},
+    }
+    known = field_names(ev)
+    for key, value in defaults.items():
+        if key in known:
+            data.setdefault(key, value)
+    try:
+        model = payload_from_wire(ev, data)
+    except WireError as exc:
+        fail(f"invalid payload: {exc}", 2)
+    rt = make_runtime(ctx, timeout=timeout)
+    try:
+        result = rt.dispatch(model)
+    finally:
+        rt.close()
+    if trace:
+        for rec in result.trace:
+            sys.stderr.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
+        sys.stderr.flush()
+    print_json(result_to_wire(ev, result.result))
+
+
+def _event_or_none(name: str) -> Event | None:
+    try:
+        return parse_event(name)
+    except ValueError:
+        return None
+
+
+# -- enable / disable -----------------------------------------------------------
+
+
+def _hook_file(places: Places, name: str) -> tuple[Path, Path] | None:
+    """(enabled path, disabled path) of the first place holding hook ``name``, local first."""
+    parts = name.split("/")
+    if any(p in ("", ".", "..") for p in parts) or len(parts) not in (1, 3):
+        return None
+    for _, root in places.roots():
+        if len(parts) == 1:
+            hooks = root / "hooks"
+        else:
+            hooks = root / "plugins" / f"{parts[0]}@{parts[1]}" / "hooks"
+        on, off = hooks / parts[-1], hooks / (parts[-1] + DISABLE_SUFFIX)
+        if os.path.lexists(on) or os.path.lexists(off):
+            return on, off
+    return None
+
+
+def _toggle_file(on: Path, off: Path, enable: bool) -> str:
+    src, dst = (off, on) if enable else (on, off)
+    verb = "enabled" if enable else "disabled"
+    if not os.path.lexists(src):
+        return f"already {verb}: {dst}"
+    if os.path.lexists(dst):
+        fail(f"both {on} and {off} exist; remove one of them by hand", 1)
+    try:
+        os.rename(src, dst)
+    except OSError as exc:
+        fail(f"cannot rename {src}: {exc.strerror or exc}", 1)
+    return f"{verb.capitalize()} {dst}"
+
+
+_HEADER = re.compile(r"^\s*\[\[?([^\[\]]+)\]\]?\s*(#.*)?$")
+_DISABLED_KEY = re.compile(r"^(\s*)disabled\s*=")
+
+
+def _value_end(text: str, start: int) -> int:
+    """Index just past a TOML value starting at ``start`` (arrays may span lines)."""
+    depth, i, quote = 0, start, ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c == "#":
+            if depth == 0:
+                return i
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl
+            continue
+        elif c == "\n" and depth == 0:
+            return i
+        i += 1
+    return i
+
+
+def set_disabled_plugins(path: Path, names: list[str]) -> None:
+    """Rewrite only ``[plugins] disabled`` in a config file, leaving everything else as it was.
+
+    The edit is checked by parsing the result: if the file is laid out in a way this
+    does not handle, it is left untouched and the error says what to write by hand."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    value = "[" + ", ".join(json.dumps(n, ensure_ascii=False) for n in names) + "]"
+    line = f"disabled = {value}"
+    lines = text.splitlines(keepends=True)
+    header = next(
+        (i for i, ln in enumerate(lines) if (m := _HEADER.match(ln)) and m[1].strip() == "plugins"),
+        None,
+    )
+    if header is None:
+        new = None
+        if "plugins" not in data:
+            prefix = text if not text or text.endswith("\n") else text + "\n"
+            new = prefix + ("\n" if prefix else "") + f"[plugins]\n{line}\n"
+    else:
+        offset = sum(len(ln) for ln in lines[: header + 1])
+        new = None
+        pos = offset
+        for ln in lines[header + 1 :]:
+            if _HEADER.match(ln):
+                break
+            m = _DISABLED_KEY.match(ln)
+            if m:
+                start = pos + len(m[0])
+                while start < len(text) and text[start] in " \t":
+                    start += 1
+                end = _value_end(text, start)
+                new = text[: pos + len(m[1])] + line + text[end:]
+                break
+            pos += len(ln)
+        if new is None and "disabled" not in data.get("plugins", {}):
+            new = text[:offset] + (line + "\n") + text[offset:]
+    expected = dict(data)
+    expected["plugins"] = {**data.get("plugins", {}), "disabled": names}
+    try:
+        ok = new is not None and tomllib.loads(new) == expected
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if new is None or not ok:
+        raise ConfigError(
+            f"{path}: cannot update [plugins] disabled safely; set it by hand to {value}"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
+    st = state(ctx)
+    places = Places.resolve(st.cwd)
+    found = _hook_file(places, name)
+    if found is not None:
+        typer.echo(_toggle_file(*found, enable))
+        return
+    if name not in {ep.name for _, ep in entry_points()}:
+        fail(f"no hook or plugin named {name!r} (see: kodelet hooks list)", 1)
+    try:
+        current = list(load_config(places).disabled_plugins)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    # The local key replaces the global one, so it carries the whole effective list.
+    if enable == (name not in current):
+        typer.echo(f"already {'enabled' if enable else 'disabled'}: plugin {name}")
+        return
+    wanted = [n for n in current if n != name] if enable else [*current, name]
+    path = places.local_root / "config.toml"
+    try:
+        set_disabled_plugins(path, wanted)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+    typer.echo(f"{'Enabled' if enable else 'Disabled'} plugin {name} in {path}")
+
+
+@app.command("enable")
+def enable(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A hook file name, org/repo/name, or a plugin name."),
+) -> None:
+    """Enable a hook (undo the .disable rename) or a native plugin (in .kodelet/config.toml)."""
+    _toggle(ctx, name, True)
+
+
+@app.command("disable")
+def disable(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A hook file name, org/repo/name, or a plugin name."),
+) -> None:
+    """Disable a hook (renamed to NAME.disable) or a native plugin (in .kodelet/config.toml)."""
+    _toggle(ctx, name, False)

@@ -1,7 +1,225 @@
-"""`kodelet plugins` commands."""
+"""`kodelet plugins` commands: native plugins (pip) and plugin repositories (git or a directory)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
 
-app = typer.Typer(help="Manage plugins.", no_args_is_help=True)
+from .. import repos
+from ..config import ConfigError
+from ..places import Places
+from ..runtime import Runtime
+from .common import fail, print_json, render_table, state
+
+app = typer.Typer(
+    help="List, add and remove plugins: Python packages and plugin repositories.",
+    no_args_is_help=True,
+)
+
+
+def _native_rows(cwd: Path) -> list[dict[str, Any]]:
+    """Every installed native plugin, whatever ``--no-hooks`` says: this is an inventory."""
+    env = {k: v for k, v in os.environ.items() if k != "KODELET_NO_HOOKS"}
+    try:
+        rt = Runtime(cwd=cwd, executables=False, env=env)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    try:
+        rows = []
+        for info in rt.plugins:
+            events = info.events
+            if info.disabled and info.plugin is not None:
+                events = _implemented(rt, info.plugin)
+            rows.append(
+                {
+                    "name": info.name,
+                    "kind": info.kind,
+                    "location": info.location,
+                    "path": info.path,
+                    "version": info.version,
+                    "hooks": list(events),
+                    "skills": [],
+                    "recipes": [],
+                    "error": info.error,
+                    "_disabled": info.disabled,
+                    "_version": info.version or "",
+                }
+            )
+        return rows
+    finally:
+        rt.close()
+
+
+def _implemented(rt: Runtime, plugin: Any) -> list[str]:
+    """Events a plugin implements without registering it (it is disabled)."""
+    found = set()
+    for attr in dir(plugin):
+        opts = rt.pm.parse_hookimpl_opts(plugin, attr)
+        if opts is not None:
+            found.add(opts.get("specname") or attr)
+    return sorted(
+        e
+        for e in found
+        if e
+        in {"before_tool_call", "after_tool_call", "user_message_send", "after_turn", "agent_stop"}
+    )
+
+
+def _repo_row(repo: repos.InstalledRepo) -> dict[str, Any]:
+    return {
+        "name": repo.name,
+        "kind": "repo",
+        "location": repo.location,
+        "path": str(repo.path),
+        "version": None,
+        "hooks": list(repo.hooks),
+        "skills": list(repo.skills),
+        "recipes": list(repo.recipes),
+        "error": repo.error,
+        "_disabled": False,
+        "_version": repo.version_label,
+    }
+
+
+@app.command("list")
+def list_plugins(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list for scripts."),
+) -> None:
+    """List native plugins (built-in and installed) and plugin repositories (local and global)."""
+    st = state(ctx)
+    rows = _native_rows(st.cwd)
+    rows += [_repo_row(r) for r in repos.list_repos(Places.resolve(st.cwd))]
+    if as_json:
+        print_json([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
+        return
+    table = [
+        [
+            r["name"],
+            r["kind"],
+            r["location"],
+            r["_version"] or "-",
+            str(len(r["skills"])),
+            str(len(r["recipes"])),
+            str(len(r["hooks"])),
+        ]
+        for r in rows
+    ]
+    typer.echo(
+        render_table(["NAME", "KIND", "LOCATION", "VERSION", "SKILLS", "RECIPES", "HOOKS"], table)
+    )
+    notes = [f"  {r['name']}: {r['error']}" for r in rows if r["error"]]
+    notes += [f"  {r['name']}: disabled ([plugins] disabled)" for r in rows if r["_disabled"]]
+    if notes:
+        typer.echo("\nNotes:")
+        typer.echo("\n".join(notes))
+
+
+@app.command("add")
+def add(
+    ctx: typer.Context,
+    source: str = typer.Argument(
+        ..., help="org/repo (cloned from $KODELET_PLUGIN_GIT_BASE), a git URL, or a directory."
+    ),
+    global_: bool = typer.Option(
+        False, "--global", help="Install into the global root instead of <cwd>/.kodelet."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace an installed plugin of that name."),
+    ref: str = typer.Option(None, "--ref", help="Tag, branch or commit to install (git only)."),
+    name: str = typer.Option(
+        None, "--name", help="Install as org/repo (default: the source's last two path parts)."
+    ),
+) -> None:
+    """Install a plugin repository's skills/, recipes/ and hooks/."""
+    st = state(ctx)
+    places = Places.resolve(st.cwd)
+    try:
+        src = repos.parse_source(source, name=name)
+        installed = repos.add(
+            src,
+            repos.plugins_dir(places, global_=global_),
+            location="global" if global_ else "local",
+            ref=ref,
+            force=force,
+            on_wait=lambda: typer.echo(
+                f"kodelet: waiting for another install of {src.name} to finish", err=True
+            ),
+        )
+    except repos.RepoError as exc:
+        fail(str(exc), 1)
+    except OSError as exc:
+        fail(f"cannot install {source}: {exc.strerror or exc}", 1)
+    typer.echo(f"Installed {installed.name}:")
+    typer.echo(f"  Skills:  {len(installed.skills)}")
+    typer.echo(f"  Recipes: {len(installed.recipes)}")
+    typer.echo(f"  Hooks:   {len(installed.hooks)}")
+
+
+@app.command("remove")
+def remove(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The plugin repository to remove, as org/repo."),
+    global_: bool = typer.Option(
+        False, "--global", help="Remove from the global root instead of <cwd>/.kodelet."
+    ),
+) -> None:
+    """Remove an installed plugin repository."""
+    places = Places.resolve(state(ctx).cwd)
+    try:
+        path = repos.remove(name, repos.plugins_dir(places, global_=global_))
+    except repos.UnknownPlugin as exc:
+        other = repos.plugins_dir(places, global_=not global_)
+        hint = ""
+        if os.path.lexists(other / repos.dir_name(name)):
+            hint = " (it is installed " + ("locally" if global_ else "globally: use --global") + ")"
+        fail(f"{exc}{hint}", 1)
+    except repos.RepoError as exc:
+        fail(str(exc), 1)
+    except OSError as exc:
+        fail(f"cannot remove {name}: {exc.strerror or exc}", 1)
+    typer.echo(f"Removed {repos.check_name(name)} ({path})")
+
+
+def _pip(action: str, packages: list[str]) -> None:
+    """pip in kodelet's own environment, as ``llm install`` does, so new plugins are importable."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        action,
+        *(["-y"] if action == "uninstall" else []),
+        *packages,
+    ]
+    sys.stdout.flush()
+    try:
+        code = subprocess.run(cmd, check=False).returncode
+    except OSError as exc:
+        fail(f"cannot run pip: {exc.strerror or exc}", 1)
+    if code != 0:
+        fail(f"pip {action} failed (exit status {code})", 1)
+
+
+_PIP_ARGS = {"ignore_unknown_options": True}
+
+
+@app.command("install", context_settings=_PIP_ARGS)
+def install(
+    packages: list[str] = typer.Argument(
+        ..., help="Packages (and pip options), e.g. kodelet-plugin-foo or -e ./my-plugin."
+    ),
+) -> None:
+    """pip install native plugins into kodelet's own environment."""
+    _pip("install", packages)
+
+
+@app.command("uninstall", context_settings=_PIP_ARGS)
+def uninstall(
+    packages: list[str] = typer.Argument(..., help="Packages to uninstall."),
+) -> None:
+    """pip uninstall native plugins from kodelet's own environment (no confirmation)."""
+    _pip("uninstall", packages)
