@@ -65,7 +65,10 @@ def hook_dirs(places: Places) -> Iterator[tuple[Path, str, str | None, Path | No
         yield root / "hooks", location, None, None, root
         plugins = root / "plugins"
         try:
-            entries = sorted(p for p in plugins.iterdir() if p.is_dir())
+            # Hidden entries are installs in progress and lock files, never plugins.
+            entries = sorted(
+                p for p in plugins.iterdir() if p.is_dir() and not p.name.startswith(".")
+            )
         except OSError:
             entries = []
         for pdir in entries:
