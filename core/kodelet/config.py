@@ -7,7 +7,10 @@ core and handed to the plugin of that entry-point name via ``configure``.
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -69,14 +72,32 @@ class Config:
                 values[f'hooks."{name}".{key}'] = getattr(hs, key)
         for name, table in self.plugin_tables.items():
             for key, value in table.items():
-                values[f"plugin.{name}.{key}"] = value
+                values[f"plugin.{_bare(name)}.{key}"] = value
         return {
             k: {"value": v, "source": self.sources.get(k, "default")} for k, v in values.items()
         }
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _bare(name: str) -> str:
+    """A plugin name as TOML spells it, so ``plugin."a.b".key`` stays unambiguous."""
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
+def _split_plugin_key(key: str) -> tuple[str, str]:
+    rest = key[len("plugin.") :]
+    if rest.startswith('"'):
+        quoted, _, field = rest[1:].partition('".')
+        return json.loads(f'"{quoted}"'), field
+    name, _, field = rest.partition(".")
+    return name, field
+
+
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    bad = isinstance(value, bool) or not isinstance(value, int | float)
+    if bad or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{where}: expected a positive number, got {value!r}")
     return float(value)
 
@@ -101,6 +122,8 @@ def _read(path: Path) -> dict[str, Any]:
         return {}
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 at byte {exc.start}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -124,7 +147,7 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[str, Any]:
                 if not isinstance(own, dict):
                     raise ConfigError(f"{path}: plugin.{name}: expected a table")
                 for key, value in own.items():
-                    flat[f"plugin.{name}.{key}"] = value
+                    flat[f"plugin.{_bare(name)}.{key}"] = value
         else:
             for key, value in table.items():
                 if key == "timeout":
@@ -139,7 +162,9 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[str, Any]:
                         elif hk in ("fail_closed", "enabled"):
                             flat[f'hooks."{key}".{hk}'] = _bool(hv, w)
                         else:
-                            raise ConfigError(f"{w}: unknown key (known: timeout, fail_closed, enabled)")
+                            raise ConfigError(
+                                f"{w}: unknown key (known: timeout, fail_closed, enabled)"
+                            )
                 else:
                     raise ConfigError(
                         f"{path}: unknown key 'hooks.{key}' (known: timeout, disabled, or a "
@@ -172,7 +197,9 @@ def load_config(
         try:
             values["hooks.timeout"] = _number(float(raw_timeout), "KODELET_HOOK_TIMEOUT")
         except ValueError:
-            raise ConfigError(f"KODELET_HOOK_TIMEOUT: expected seconds, got {raw_timeout!r}") from None
+            raise ConfigError(
+                f"KODELET_HOOK_TIMEOUT: expected seconds, got {raw_timeout!r}"
+            ) from None
         sources["hooks.timeout"] = "env KODELET_HOOK_TIMEOUT"
     if timeout is not None:
         values["hooks.timeout"] = _number(timeout, "--timeout")
@@ -189,8 +216,7 @@ def load_config(
             name, _, field = key[len('hooks."') :].rpartition('".')
             hooks.setdefault(name, {})[field] = value
         elif key.startswith("plugin."):
-            rest = key[len("plugin.") :]
-            name, _, field = rest.partition(".")
+            name, field = _split_plugin_key(key)
             tables.setdefault(name, {})[field] = value
     return Config(
         timeout=values.get("hooks.timeout", DEFAULT_TIMEOUT),

@@ -23,7 +23,7 @@ import pluggy
 
 from . import hookspecs
 from .adapters.discovery import DiscoveredHook, discover
-from .adapters.executable import ExecutableHook
+from .adapters.executable import ExecutableHook, HookFailure
 from .config import Config, load_config
 from .events import Event
 from .loading import PluginInfo, entry_points, load
@@ -103,6 +103,7 @@ class Runtime:
         self._disabled = set(disabled) | set(self.config.disabled_plugins)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self._configured = False
 
         if entry_points or builtins:
             for builtin, ep in _entry_points():
@@ -114,6 +115,7 @@ class Runtime:
         if executables and not self.no_hooks:
             self._load_executables()
         self._configure()
+        self._configured = True
 
     # -- loading -------------------------------------------------------------
 
@@ -121,7 +123,7 @@ class Runtime:
         self.plugins.append(info)
         if info.error is not None:
             return
-        if info.name in self._disabled:
+        if info.name in self._disabled or not self.config.hook_enabled(info.name):
             info.disabled = True
             return
         try:
@@ -149,6 +151,8 @@ class Runtime:
             plugin=plugin,
         )
         self._add_info(info)
+        if self._configured and info.plugin is not None and not info.disabled and not info.error:
+            self._configure(info.plugin)
         return info
 
     def _load_executables(self) -> None:
@@ -174,12 +178,17 @@ class Runtime:
     def _make_executable(self, hook: DiscoveredHook) -> ExecutableHook:
         return ExecutableHook.from_discovered(hook, default_cwd=str(self.places.cwd), env=self.env)
 
-    def _configure(self) -> None:
+    def _configure(self, only: Any = None) -> None:
+        """Hand each plugin its own table once; a plugin registered later gets it then."""
         for impl in reversed(self.pm.hook.configure.get_hookimpls()):
+            if only is not None and impl.plugin is not only:
+                continue
             own = self.config.plugin_config(impl.plugin_name)
             try:
                 impl.function(*[{"config": own}[a] for a in impl.argnames])
-            except Exception as exc:
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:
                 log.warning("plugin %s: configure failed: %s", impl.plugin_name, _describe(exc))
                 for info in self.plugins:
                     if info.name == impl.plugin_name:
@@ -214,6 +223,8 @@ class Runtime:
                     fail_closed=settings.fail_closed,
                 )
             )
+        # Built-ins last even against a user's trylast impl, so a user's own hook wins.
+        out.sort(key=lambda e: e.source is Source.BUILTIN)
         return out
 
     # -- dispatch ------------------------------------------------------------
@@ -284,7 +295,7 @@ class Runtime:
                 else:
                     raw = entry.impl.function(*self._native_args(entry, red.payload, args_cache))
                     if inspect.iscoroutine(raw):
-                        raw = self._run_coroutine(raw)
+                        raw = self._run_coroutine(_bounded(raw, entry.timeout))
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:
@@ -311,10 +322,12 @@ class Runtime:
                 else:
                     raw = entry.impl.function(*self._native_args(entry, red.payload, args_cache))
                     if inspect.iscoroutine(raw):
-                        raw = await raw
-            except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
+                        raw = await _bounded(raw, entry.timeout)
+            except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:
+                if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
+                    raise
                 records.append(self._fail(red, entry, exc, started))
             else:
                 records.append(self._settle(red, entry, raw, started))
@@ -361,6 +374,21 @@ class Runtime:
     @property
     def cwd(self) -> Path:
         return self.places.cwd
+
+
+async def _bounded(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+    """An ``async def`` impl gets the same time limit as an executable."""
+    try:
+        return await asyncio.wait_for(coro, timeout)
+    except TimeoutError:
+        raise HookFailure(f"timed out after {timeout:g}s") from None
+
+
+def _being_cancelled() -> bool:
+    """True when the dispatching task itself was cancelled, not just a hook raising
+    ``CancelledError`` of its own accord (which is that hook's failure)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _entry_points() -> list[tuple[bool, Any]]:

@@ -76,22 +76,44 @@ def hook_dirs(places: Places) -> Iterator[tuple[Path, str, str | None, Path | No
                 yield pdir / "hooks", location, plugin_dir_name(pdir.name), pdir, root
 
 
-def _untrusted(path: Path, root: Path) -> str | None:
-    """Why a file must not be run because someone else could have written it."""
-    me = os.geteuid()
+def shown(text: str | Path) -> str:
+    """A file name fit for JSON and terminals: undecodable bytes become ``\\xNN``."""
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def _chain_problem(path: Path, root: Path, me: int, *, sticky_ok: bool) -> str | None:
     current = path
     while True:
         try:
             st = current.stat()
         except OSError as exc:
-            return f"cannot stat {current}: {exc.strerror}"
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return f"{current} is group- or world-writable"
+            return f"cannot stat {shown(current)}: {exc.strerror}"
+        writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        # Outside the root, a sticky directory (/tmp) lets nobody replace our entries.
+        if writable and not (sticky_ok and current != path and st.st_mode & stat.S_ISVTX):
+            return f"{shown(current)} is group- or world-writable"
         if st.st_uid not in (me, 0):
-            return f"{current} is owned by uid {st.st_uid}, not the current user or root"
+            return f"{shown(current)} is owned by uid {st.st_uid}, not the current user or root"
         if current == root or current.parent == current:
             return None
         current = current.parent
+
+
+def _untrusted(path: Path, root: Path) -> str | None:
+    """Why a file must not be run because someone else could have written it.
+
+    A symlink is judged by where it leads too: the target and its directories
+    (up to the root if it stays inside, else up to ``/``) must be safe as well."""
+    me = os.geteuid()
+    why = _chain_problem(path, root, me, sticky_ok=False)
+    if why:
+        return why
+    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    if real == real_root / path.relative_to(root):
+        return None
+    inside = real.is_relative_to(real_root)
+    top = real_root if inside else Path(real.anchor)
+    return _chain_problem(real, top, me, sticky_ok=not inside)
 
 
 def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredHook]]:
@@ -107,7 +129,7 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
         prefix = f"{plugin}/" if plugin else ""
         for entry in entries:
             cand = Candidate(
-                name=prefix + entry.name,
+                name=prefix + shown(entry.name),
                 path=entry,
                 location=location,
                 plugin=plugin,

@@ -223,3 +223,25 @@ def uninstall(
 ) -> None:
     """pip uninstall native plugins from kodelet's own environment (no confirmation)."""
     _pip("uninstall", packages)
+
+
+@app.command("new")
+def new(
+    name: str = typer.Argument(..., help="Plugin name, e.g. secret-scanner."),
+    directory: Path = typer.Option(
+        None,
+        "--dir",
+        help="Project directory to create (default: ./kodelet-plugin-NAME).",
+        file_okay=False,
+        show_default=False,
+    ),
+) -> None:
+    """Create a native plugin project that passes its own tests as generated."""
+    from ..scaffold import ScaffoldError, create
+
+    try:
+        names, target = create(name, directory)
+    except ScaffoldError as exc:
+        fail(str(exc), 2)
+    typer.echo(f"Created {names.dist} (entry point {names.name!r}) in {target}")
+    typer.echo(f"Next: cd {target} && pip install -e . && pytest")
