@@ -32,9 +32,18 @@ from .results import (
     UserMessageSendResult,
 )
 from .trace import Outcome
-from .wire import WireError, result_from_wire
+from .wire import WireError, converter, result_from_wire
 
 log = logging.getLogger("kodelet.policy")
+
+
+def _plain(value: Any) -> Any:
+    """Nested attrs objects as wire dicts; anything else left for the converter to judge."""
+    if attrs.has(type(value)):
+        return converter.unstructure(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def coerce_result(event: Event, raw: Any) -> Any:
@@ -46,7 +55,13 @@ def coerce_result(event: Event, raw: Any) -> Any:
         return None
     cls = RESULT_TYPES[event]
     if isinstance(raw, cls):
-        return raw
+        # attrs does not check field types: an object goes through the converter too,
+        # so BeforeToolCallResult(blocked="yes") fails here, not later in the host.
+        try:
+            data = {a.name: _plain(getattr(raw, a.name)) for a in attrs.fields(cls)}
+        except Exception as exc:
+            raise WireError(f"returned a malformed {cls.__name__}: {exc}") from None
+        return result_from_wire(event, data)
     if isinstance(raw, dict):
         return result_from_wire(event, raw)
     raise WireError(f"returned {type(raw).__name__}, expected None, a dict or {cls.__name__}")

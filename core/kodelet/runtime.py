@@ -58,7 +58,10 @@ class HookEntry:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    try:
+        text = str(exc)
+    except Exception:  # a plugin's exception must not break the report of its failure
+        text = "<unprintable>"
     name = type(exc).__name__
     if name in ("HookFailure", "WireError"):
         return text
