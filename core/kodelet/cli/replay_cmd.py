@@ -2,10 +2,94 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..recipes.callbacks import CallbackRegistry
+from ..replay import report
+from ..replay.format import DEMO_NAME, RecordedSession, SessionFormatError, load, load_demo
+from ..replay.player import Player, Replay, Step
+from ..runtime import Runtime
+from .common import fail, make_runtime, print_json
+
+PROGRESS_AFTER = 300
 
 
-def replay(ctx: typer.Context) -> None:
-    """Replay a recorded session (not built yet)."""
-    typer.echo("replay: not built yet", err=True)
-    raise typer.Exit(1)
+def _registry(runtime: Runtime, model: str | None) -> CallbackRegistry:
+    """The callback registry the compact recipe runs through (``--model`` picks its runner)."""
+    return CallbackRegistry.default(runtime.places, model=model, env=runtime.env)
+
+
+def _load(session: Path | None, from_claude: Path | None) -> tuple[str, RecordedSession]:
+    if session is not None and from_claude is not None:
+        fail("give either SESSION or --from-claude FILE, not both", 2)
+    try:
+        if from_claude is not None:
+            from ..replay.claude import import_file
+
+            return str(from_claude), import_file(from_claude)
+        if session is not None:
+            return str(session), load(session)
+        return DEMO_NAME, load_demo()
+    except SessionFormatError as exc:
+        fail(str(exc), 2)
+
+
+def _play(player: Player, total: int) -> Replay:
+    if total <= PROGRESS_AFTER:
+        return player.play()
+    progress = Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task("replay", total=total)
+
+    def advance(_: Step) -> None:
+        progress.advance(task)
+
+    player.on_step = advance
+    with progress:
+        return player.play()
+
+
+def replay(
+    ctx: typer.Context,
+    session: Path = typer.Argument(
+        None,
+        help="A recorded session (JSON, see docs/REPLAY.md). Default: the shipped demo.",
+        show_default=False,
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="Model for recipe callbacks such as compact (default: "
+        "$KODELET_MODEL, else the offline summarizer).",
+        show_default=False,
+    ),
+    from_claude: Path = typer.Option(
+        None,
+        "--from-claude",
+        help="Import a Claude Code transcript (.jsonl) and replay it.",
+        show_default=False,
+    ),
+) -> None:
+    """Replay a recorded agent session through your hooks and show what they decided."""
+    name, recorded = _load(session, from_claude)
+    runtime = make_runtime(ctx)
+    try:
+        player = Player(runtime, recorded, name=name, registry=_registry(runtime, model))
+        result = _play(player, recorded.event_count())
+    finally:
+        runtime.close()
+    if as_json:
+        print_json(report.to_json(result))
+    else:
+        report.render(result, Console())

@@ -1,0 +1,346 @@
+"""The session driver: an agent loop's side of the five events, in the seeds' order.
+
+ADR 021 §8 and ADR 025 §6-7 spread the host's duties over a provider's
+``SendMessage``: fire ``user_message_send`` before the message joins the
+history, wrap every tool run in ``before_tool_call`` / ``after_tool_call``,
+fire ``after_turn`` after each model response and apply its
+``mutate`` / ``callback``, and, when a response used no tools, fire
+``agent_stop`` and continue with its follow-ups. Every host must do exactly
+this, so it lives here once: a real loop calls :meth:`Driver.run` (or the
+step methods, when the model call is its own), and ``kodelet replay`` calls
+the step methods with a recorded session standing in for the model.
+
+The driver keeps the history a host keeps, as the seeds' ``Message`` list
+(role + text). Tool uses and tool results are rendered into that text (see
+:func:`assistant_text` and :func:`tool_result_text`) so hooks that read
+``messages`` see which tools ran, as ADR 025's ``lint_reminder`` expects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from ..payloads import Message, StructuredToolResult, UsageInfo
+from ..recipes.callbacks import CallbackRegistry
+from ..recipes.runners import ToolCall as ToolRecord
+from ..wire import converter
+from .apply import Applied, apply_after_turn, apply_agent_stop
+from .session import Session
+
+ToolRunner = Callable[[str, dict[str, Any]], StructuredToolResult]
+
+
+def now_timestamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def blocked_tool_result(
+    tool_name: str, reason: str, timestamp: str | None = None
+) -> StructuredToolResult:
+    """What the model gets back for a blocked call, in place of the tool's output.
+
+    The seeds' ``NewBlockedToolResult(reason)``: a failed result whose ``error``
+    is the blocking hook's reason, verbatim, with no metadata.
+    """
+    return StructuredToolResult(
+        tool_name=tool_name,
+        success=False,
+        error=reason,
+        timestamp=timestamp if timestamp is not None else now_timestamp(),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """One tool call the model asked for."""
+
+    id: str
+    name: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class Reply:
+    """One model response, as :meth:`Driver.run`'s ``step`` returns it."""
+
+    content: str = ""
+    tool_calls: Sequence[ToolCall] = ()
+    usage: UsageInfo | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MessageOutcome:
+    sent: bool
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ToolOutcome:
+    """What happened to one tool call: the input it ran with and the output the model sees."""
+
+    tool_name: str
+    tool_user_id: str
+    input: dict[str, Any]
+    output: StructuredToolResult
+    blocked: bool = False
+    reason: str = ""
+    input_rewritten: bool = False
+    output_rewritten: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class TurnOutcome:
+    turn_number: int
+    tools_used: bool
+    applied: Applied
+
+
+@attrs.frozen(kw_only=True)
+class StopOutcome:
+    follow_ups: tuple[str, ...]
+    applied: Applied
+
+
+@attrs.frozen(kw_only=True)
+class RunOutcome:
+    """What :meth:`Driver.run` did with one user message."""
+
+    sent: MessageOutcome
+    turns: int = 0
+    stopped: bool = False
+
+
+def assistant_text(response: str, tool_calls: Iterable[ToolCall] = ()) -> str:
+    """An assistant message: the response, then one ``[tool_use NAME ID] INPUT`` line per call."""
+    lines = [response] if response else []
+    for call in tool_calls:
+        lines.append(
+            f"[tool_use {call.name} {call.id}] {json.dumps(call.input, ensure_ascii=False)}"
+        )
+    return "\n".join(lines)
+
+
+def tool_result_text(tool_user_id: str, output: StructuredToolResult) -> str:
+    """A tool result, sent back as a user message (as the Anthropic API does):
+    ``[tool_result NAME ID ok|error] RESULT-JSON``."""
+    status = "ok" if output.success else "error"
+    body = json.dumps(converter.unstructure(output), ensure_ascii=False)
+    return f"[tool_result {output.tool_name} {tool_user_id} {status}] {body}"
+
+
+class Driver:
+    """Fires the five events for one conversation and keeps its message history.
+
+    ``registry`` resolves ``callback`` results (``CallbackRegistry.default(places)``
+    gives the compact recipe); ``save_conversation`` is called after every
+    replacement of the history, as ADR 025 §6 asks; ``on_replace`` sees the
+    new history (hosts that keep their own richer history sync it there).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        messages: Iterable[Message] = (),
+        max_context_window: int = 0,
+        auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None,
+        invoked_recipe: str | None = None,
+        registry: CallbackRegistry | None = None,
+        save_conversation: Callable[[], None] | None = None,
+        on_replace: Callable[[list[Message]], None] | None = None,
+    ) -> None:
+        self.session = session
+        self.messages: list[Message] = list(messages)
+        self.max_context_window = max_context_window
+        self.auto_compact_enabled = auto_compact_enabled
+        self.auto_compact_threshold = auto_compact_threshold
+        self.invoked_recipe = session.recipe_name if invoked_recipe is None else invoked_recipe
+        self.registry = registry
+        self.save_conversation = save_conversation
+        self.on_replace = on_replace
+        self.turn_number = 0
+        self.usage = UsageInfo(max_context_window=max_context_window)
+        self.response = ""
+        self.tools_used = False
+        self.tool_records: list[ToolRecord] = []
+
+    @property
+    def auto_compact(self) -> bool:
+        """Reported as off while a callback runs, so a compaction cannot trigger itself."""
+        in_callback = self.registry is not None and self.registry.in_callback
+        return self.auto_compact_enabled and not in_callback
+
+    # -- history ---------------------------------------------------------------
+
+    def add_user_message(self, text: str) -> None:
+        """Append without hooks: what follow-ups use (the seeds' ``AddUserMessage``)."""
+        self.messages.append(Message(role="user", content=text))
+
+    def replace_messages(self, messages: Sequence[Message]) -> None:
+        """Swap the history (what mutate and callback do); the tool records it described go too,
+        their gist now lives in the new messages."""
+        self.messages = list(messages)
+        self.tool_records.clear()
+        if self.on_replace is not None:
+            self.on_replace(list(self.messages))
+
+    def _save(self) -> None:
+        if self.save_conversation is not None:
+            self.save_conversation()
+
+    # -- the steps -------------------------------------------------------------
+
+    def send_user_message(self, text: str) -> MessageOutcome:
+        """``user_message_send``; a blocked message never joins the history."""
+        result = self.session.user_message_send(text)
+        if result.blocked:
+            return MessageOutcome(sent=False, reason=result.reason)
+        self.add_user_message(text)
+        return MessageOutcome(sent=True)
+
+    def begin_turn(self, response: str, tool_calls: Sequence[ToolCall] = ()) -> int:
+        """Record a model response (and the calls it asks for); returns its turn number."""
+        self.turn_number += 1
+        self.response = response
+        self.tools_used = bool(tool_calls)
+        self.messages.append(
+            Message(role="assistant", content=assistant_text(response, tool_calls))
+        )
+        return self.turn_number
+
+    def call_tool(
+        self,
+        name: str,
+        tool_input: Mapping[str, Any],
+        tool_user_id: str = "",
+        *,
+        run: Callable[[dict[str, Any]], StructuredToolResult],
+        timestamp: str | None = None,
+    ) -> ToolOutcome:
+        """``before_tool_call`` → the tool (unless blocked) → ``after_tool_call``.
+
+        A blocked call does not run; its output is :func:`blocked_tool_result`
+        (stamped with ``timestamp``, default now), and ``after_tool_call`` still
+        fires with it, as in the seeds. ``run`` gets the possibly rewritten input.
+        """
+        original = dict(tool_input)
+        before = self.session.before_tool_call(name, original, tool_user_id)
+        if before.blocked:
+            used = original
+            output = blocked_tool_result(name, before.reason, timestamp)
+        else:
+            used = dict(before.input) if before.input is not None else original
+            output = run(used)
+        after = self.session.after_tool_call(name, used, output, tool_user_id)
+        final = after.output if after.output is not None else output
+        self.tools_used = True
+        self.messages.append(Message(role="user", content=tool_result_text(tool_user_id, final)))
+        self.tool_records.append(
+            ToolRecord(tool_name=name, tool_input=used, success=final.success, error=final.error)
+        )
+        return ToolOutcome(
+            tool_name=name,
+            tool_user_id=tool_user_id,
+            input=used,
+            output=final,
+            blocked=before.blocked,
+            reason=before.reason,
+            input_rewritten=before.input is not None and not before.blocked,
+            output_rewritten=after.output is not None,
+        )
+
+    def end_turn(self, usage: UsageInfo | None = None) -> TurnOutcome:
+        """``after_turn`` with this turn's usage; a ``mutate``/``callback`` applies at once."""
+        if usage is not None:
+            if usage.max_context_window == 0 and self.max_context_window:
+                usage = attrs.evolve(usage, max_context_window=self.max_context_window)
+            self.usage = usage
+        result = self.session.after_turn(
+            self.turn_number,
+            tools_used=self.tools_used,
+            usage=self.usage,
+            auto_compact_enabled=self.auto_compact,
+            auto_compact_threshold=self.auto_compact_threshold,
+            messages=list(self.messages),
+            response=self.response,
+        )
+        applied = apply_after_turn(
+            result,
+            messages=list(self.messages),
+            replace_messages=self.replace_messages,
+            save_conversation=self._save if self.save_conversation is not None else None,
+            registry=self.registry,
+            tool_calls=list(self.tool_records),
+        )
+        return TurnOutcome(
+            turn_number=self.turn_number, tools_used=self.tools_used, applied=applied
+        )
+
+    def stop(self) -> StopOutcome:
+        """``agent_stop``: apply its ``mutate``/``callback``, then append its follow-ups.
+
+        When follow-ups come back the agent is not done: a live loop asks the
+        model again (``run`` does), a replay only records them.
+        """
+        result = self.session.agent_stop(
+            list(self.messages),
+            usage=self.usage,
+            invoked_recipe=self.invoked_recipe,
+            auto_compact_enabled=self.auto_compact,
+            auto_compact_threshold=self.auto_compact_threshold,
+        )
+        applied = apply_agent_stop(
+            result,
+            messages=list(self.messages),
+            replace_messages=self.replace_messages,
+            save_conversation=self._save if self.save_conversation is not None else None,
+            registry=self.registry,
+            tool_calls=list(self.tool_records),
+        )
+        follow_ups = tuple(applied.follow_ups)
+        for text in follow_ups:
+            self.add_user_message(text)
+        return StopOutcome(follow_ups=follow_ups, applied=applied)
+
+    # -- the loop --------------------------------------------------------------
+
+    def run(
+        self,
+        message: str,
+        *,
+        step: Callable[[list[Message]], Reply],
+        run_tool: ToolRunner,
+        max_turns: int = 50,
+    ) -> RunOutcome:
+        """One user message through a whole agent loop.
+
+        ``step`` is the model call (history in, :class:`Reply` out) and
+        ``run_tool`` runs one tool; everything between them is the driver's.
+        Stops when a response uses no tools and ``agent_stop`` asks for no
+        follow-up, or after ``max_turns`` model calls.
+        """
+        sent = self.send_user_message(message)
+        if not sent.sent:
+            return RunOutcome(sent=sent)
+        turns = 0
+        while turns < max_turns:
+            reply = step(list(self.messages))
+            turns += 1
+            self.begin_turn(reply.content, reply.tool_calls)
+            for call in reply.tool_calls:
+                self.call_tool(
+                    call.name,
+                    call.input,
+                    call.id,
+                    run=lambda used, name=call.name: run_tool(name, used),  # type: ignore[misc]
+                )
+            self.end_turn(reply.usage)
+            if not reply.tool_calls and not self.stop().follow_ups:
+                return RunOutcome(sent=sent, turns=turns, stopped=True)
+        return RunOutcome(sent=sent, turns=turns, stopped=False)

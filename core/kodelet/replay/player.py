@@ -1,0 +1,263 @@
+"""Feeds a recorded session through a :class:`~kodelet.host.driver.Driver`.
+
+The recording stands in for the model and the tools: each assistant item is
+a model response, each recorded tool output is what the tool "returns". The
+hooks and the host logic are the real ones, so what the timeline shows is
+what a live agent with these hooks would have done at each point.
+
+Two places where a replay must differ from the recording, and does as a live
+host would: a blocked user message never reaches the model, so the recorded
+turns that answered it are skipped; and after the conversation is compacted
+the recorded context sizes are too large, so later turns are lowered by the
+tokens the compaction freed (estimated at four characters a token).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from ..events import Event
+from ..host.apply import Applied
+from ..host.driver import Driver, ToolCall, ToolOutcome
+from ..host.session import Session
+from ..payloads import Message, UsageInfo
+from ..recipes.callbacks import CallbackRegistry
+from ..runtime import Runtime
+from ..trace import Dispatch, TraceRecord
+from ..wire import converter
+from .format import AssistantItem, RecordedSession, UserItem
+
+SUBJECT_WIDTH = 72
+CHARS_PER_TOKEN = 4
+
+
+@attrs.frozen(kw_only=True)
+class Effect:
+    """What the host did because of the hooks' merged answer."""
+
+    kind: str
+    detail: str = ""
+
+
+@attrs.define(kw_only=True)
+class Step:
+    """One fired event: the hooks that answered it and what the host did about it."""
+
+    turn: int
+    event: Event
+    subject: str
+    hooks: tuple[TraceRecord, ...] = ()
+    effects: list[Effect] = attrs.field(factory=list)
+
+    @property
+    def duration(self) -> float:
+        return sum(r.duration for r in self.hooks)
+
+
+@attrs.define(kw_only=True)
+class Replay:
+    """The outcome of a replay: what the report is made of."""
+
+    name: str
+    session: RecordedSession
+    steps: list[Step]
+    hook_order: dict[str, list[str]]
+    turns: int = 0
+    turns_skipped: int = 0
+    tool_calls: int = 0
+    final_messages: int = 0
+    wall_time: float = 0.0
+
+
+def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def call_subject(name: str, tool_input: dict[str, Any]) -> str:
+    """A tool call in a few words: the command or the path when it has one."""
+    for key in ("command", "file_path", "pattern", "path", "url"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and value:
+            return shorten(f"{name}: {value}")
+    return shorten(f"{name} {_json(tool_input)}")
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    return sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
+
+
+class Player:
+    def __init__(
+        self,
+        runtime: Runtime,
+        session: RecordedSession,
+        *,
+        name: str = "session",
+        registry: CallbackRegistry | None = None,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.recorded = session
+        self.name = name
+        self.on_step = on_step
+        self._dispatches: list[Dispatch] = []
+        self.session = Session(
+            runtime,
+            conv_id=session.conv_id,
+            invoked_by=session.invoked_by,
+            recipe_name=session.recipe_name,
+            on_dispatch=self._dispatches.append,
+        )
+        self.driver = Driver(
+            self.session,
+            max_context_window=session.max_context_window,
+            auto_compact_enabled=session.auto_compact.enabled,
+            auto_compact_threshold=session.auto_compact.threshold,
+            registry=registry,
+        )
+        self.steps: list[Step] = []
+        self._freed = 0
+
+    def _take(self) -> list[Dispatch]:
+        """The dispatches the driver made since the last call, oldest first."""
+        taken = list(self._dispatches)
+        self._dispatches.clear()
+        return taken
+
+    def _step(
+        self,
+        turn: int,
+        event: Event,
+        subject: str,
+        dispatch: Dispatch | None,
+        effects: list[Effect],
+    ) -> None:
+        step = Step(
+            turn=turn,
+            event=event,
+            subject=subject,
+            hooks=dispatch.trace if dispatch is not None else (),
+            effects=effects,
+        )
+        self.steps.append(step)
+        if self.on_step is not None:
+            self.on_step(step)
+
+    def play(self) -> Replay:
+        started = time.perf_counter()
+        replay = Replay(
+            name=self.name, session=self.recorded, steps=self.steps, hook_order=self._hook_order()
+        )
+        skipping = False
+        for item in self.recorded.items:
+            if isinstance(item, UserItem):
+                skipping = not self._user(item)
+            elif skipping:
+                replay.turns_skipped += 1
+            else:
+                replay.turns += 1
+                replay.tool_calls += len(item.tool_calls)
+                self._turn(item)
+        replay.final_messages = len(self.driver.messages)
+        replay.wall_time = time.perf_counter() - started
+        return replay
+
+    def _hook_order(self) -> dict[str, list[str]]:
+        return {e.value: [h.name for h in self.runtime.hooks(e)] for e in Event}
+
+    # -- items -----------------------------------------------------------------
+
+    def _user(self, item: UserItem) -> bool:
+        turn = self.driver.turn_number + 1
+        outcome = self.driver.send_user_message(item.content)
+        effects = [] if outcome.sent else [Effect(kind="message-blocked", detail=outcome.reason)]
+        self._step(
+            turn, Event.USER_MESSAGE_SEND, shorten(item.content), _only(self._take()), effects
+        )
+        return outcome.sent
+
+    def _turn(self, item: AssistantItem) -> None:
+        calls = [ToolCall(id=c.id, name=c.name, input=c.input) for c in item.tool_calls]
+        turn = self.driver.begin_turn(item.content, calls)
+        for recorded in item.tool_calls:
+            outcome = self.driver.call_tool(
+                recorded.name,
+                recorded.input,
+                recorded.id,
+                run=lambda _input, out=recorded.output: out,  # type: ignore[misc]
+                timestamp=recorded.output.timestamp,
+            )
+            self._tool_steps(turn, recorded.input, outcome)
+        usage = self._usage(item)
+        before = len(self.driver.messages)
+        result = self.driver.end_turn(usage)
+        window = usage.max_context_window
+        ratio = f" ({usage.current_context_window / window:.0%})" if window else ""
+        subject = f"context {usage.current_context_window}/{window}{ratio}"
+        self._step(
+            turn,
+            Event.AFTER_TURN,
+            subject,
+            _only(self._take()),
+            self._applied(result.applied, before),
+        )
+        if not item.tool_calls:
+            before = len(self.driver.messages)
+            stop = self.driver.stop()
+            effects = self._applied(stop.applied, before)
+            effects += [Effect(kind="follow-up", detail=shorten(t)) for t in stop.follow_ups]
+            self._step(turn, Event.AGENT_STOP, f"{before} messages", _only(self._take()), effects)
+
+    def _tool_steps(self, turn: int, original: dict[str, Any], outcome: ToolOutcome) -> None:
+        before, after = self._take()
+        effects: list[Effect] = []
+        if outcome.blocked:
+            effects.append(Effect(kind="call-blocked", detail=outcome.reason))
+        elif outcome.input_rewritten:
+            effects.append(Effect(kind="input-rewritten", detail=shorten(_json(outcome.input))))
+        name = outcome.tool_name
+        self._step(turn, Event.BEFORE_TOOL_CALL, call_subject(name, original), before, effects)
+        out = outcome.output
+        status = "ok" if out.success else f"error: {out.error or ''}"
+        effects = []
+        if outcome.output_rewritten:
+            effects.append(
+                Effect(kind="output-rewritten", detail=shorten(_json(converter.unstructure(out))))
+            )
+        self._step(turn, Event.AFTER_TOOL_CALL, shorten(f"{name} {status}"), after, effects)
+
+    def _usage(self, item: AssistantItem) -> UsageInfo:
+        usage = item.usage.resolve(self.recorded.max_context_window)
+        if not self._freed:
+            return usage
+        return attrs.evolve(
+            usage,
+            input_tokens=max(usage.input_tokens - self._freed, 0),
+            current_context_window=max(usage.current_context_window - self._freed, 0),
+        )
+
+    def _applied(self, applied: Applied, before: int) -> list[Effect]:
+        effects: list[Effect] = []
+        if applied.messages is not None:
+            after = len(self.driver.messages)
+            what = "mutate" if applied.action == "mutate" else "callback"
+            effects.append(Effect(kind="compacted", detail=f"{what}: {before} messages → {after}"))
+            freed = self.driver.usage.current_context_window - estimate_tokens(self.driver.messages)
+            self._freed += max(freed, 0)
+        if applied.warning:
+            effects.append(Effect(kind="warning", detail=shorten(applied.warning)))
+        return effects
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _only(dispatches: list[Dispatch]) -> Dispatch | None:
+    return dispatches[-1] if dispatches else None

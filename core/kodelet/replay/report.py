@@ -1,0 +1,223 @@
+"""The replay report: a timeline, a summary, and the same as one JSON document.
+
+Every timing in the JSON sits in a field whose name ends in ``_ms`` and
+nothing else varies between two replays of the same session with the same
+hooks, so a test (or a CI job diffing reports) drops those fields and
+compares the rest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..trace import Outcome
+from .player import Replay, Step
+
+OUTCOME_STYLES = {
+    Outcome.NO_ACTION.value: "dim",
+    Outcome.BLOCKED.value: "bold red",
+    Outcome.MODIFIED.value: "yellow",
+    Outcome.ACTION.value: "cyan",
+    Outcome.ERROR.value: "bold magenta",
+}
+
+EFFECT_STYLES = {
+    "message-blocked": "bold red",
+    "call-blocked": "bold red",
+    "input-rewritten": "yellow",
+    "output-rewritten": "yellow",
+    "compacted": "bold cyan",
+    "follow-up": "cyan",
+    "warning": "magenta",
+}
+
+# Summary counter -> the effect kind it counts.
+EFFECT_COUNTS = {
+    "messages_blocked": "message-blocked",
+    "calls_blocked": "call-blocked",
+    "inputs_rewritten": "input-rewritten",
+    "outputs_rewritten": "output-rewritten",
+    "follow_ups": "follow-up",
+    "compactions": "compacted",
+    "warnings": "warning",
+}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def summary(replay: Replay) -> dict[str, Any]:
+    outcomes: Counter[str] = Counter()
+    effects: Counter[str] = Counter()
+    hook_time = 0.0
+    for step in replay.steps:
+        for record in step.hooks:
+            outcomes[record.outcome.value] += 1
+            hook_time += record.duration
+        for effect in step.effects:
+            effects[effect.kind] += 1
+    data: dict[str, Any] = {
+        "events": len(replay.steps),
+        "hook_calls": sum(outcomes.values()),
+        "turns": replay.turns,
+        "turns_skipped": replay.turns_skipped,
+        "tool_calls": replay.tool_calls,
+    }
+    data.update({key: effects[kind] for key, kind in EFFECT_COUNTS.items()})
+    data["hook_failures"] = outcomes[Outcome.ERROR.value]
+    data["outcomes"] = {o.value: outcomes[o.value] for o in Outcome}
+    data["final_messages"] = replay.final_messages
+    data["total_hook_time_ms"] = _ms(hook_time)
+    data["wall_time_ms"] = _ms(replay.wall_time)
+    return data
+
+
+def step_json(index: int, step: Step) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "step": index,
+        "turn": step.turn,
+        "event": step.event.value,
+        "subject": step.subject,
+        "hooks": [r.to_json() for r in step.hooks],
+    }
+    if step.effects:
+        data["effects"] = [{"kind": e.kind, "detail": e.detail} for e in step.effects]
+    data["duration_ms"] = _ms(step.duration)
+    return data
+
+
+def to_json(replay: Replay) -> dict[str, Any]:
+    s = replay.session
+    auto: dict[str, Any] = {"enabled": s.auto_compact.enabled}
+    if s.auto_compact.threshold is not None:
+        auto["threshold"] = s.auto_compact.threshold
+    return {
+        "session": {
+            "name": replay.name,
+            "conv_id": s.conv_id,
+            "model": s.model,
+            "max_context_window": s.max_context_window,
+            "auto_compact": auto,
+            "recipe_name": s.recipe_name,
+            "items": len(s.items),
+        },
+        "hooks": replay.hook_order,
+        "timeline": [step_json(i, step) for i, step in enumerate(replay.steps, 1)],
+        "summary": summary(replay),
+    }
+
+
+# -- rich ----------------------------------------------------------------------
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def timeline_table(replay: Replay) -> Table:
+    table = Table(title=f"Replay of {replay.name}", title_justify="left", expand=False)
+    table.add_column("Turn", justify="right", no_wrap=True)
+    table.add_column("Event", no_wrap=True)
+    table.add_column("Hook", overflow="fold")
+    table.add_column("Outcome", no_wrap=True)
+    table.add_column("Time", justify="right", no_wrap=True)
+    table.add_column("Detail", overflow="fold")
+    last_turn = -1
+    for step in replay.steps:
+        turn = str(step.turn) if step.turn != last_turn else ""
+        last_turn = step.turn
+        first = True
+
+        def row(
+            hook: Text | str, outcome: Text, time: str, detail: Text | str, *, _step: Step = step
+        ) -> None:
+            nonlocal first, turn
+            event = Text(_step.event.value) if first else Text("")
+            table.add_row(turn, event, hook, outcome, time, detail)
+            first, turn = False, ""
+
+        if not step.hooks:
+            row(
+                Text("—", style="dim"),
+                Text("no hooks", style="dim"),
+                "",
+                Text(step.subject, style="dim"),
+            )
+        for i, record in enumerate(step.hooks):
+            note = record.error or record.detail or ""
+            if i == 0:
+                note = f"{step.subject}: {note}" if note else step.subject
+            row(
+                record.name,
+                Text(record.outcome.value, style=OUTCOME_STYLES[record.outcome.value]),
+                _time(record.duration),
+                note,
+            )
+        for effect in step.effects:
+            row(
+                Text("host", style="bold"),
+                Text(effect.kind, style=EFFECT_STYLES.get(effect.kind, "")),
+                "",
+                effect.detail,
+            )
+    return table
+
+
+SUMMARY_LABELS = {
+    "events": "events fired",
+    "hook_calls": "hook calls",
+    "turns": "turns replayed",
+    "turns_skipped": "turns skipped (blocked message)",
+    "tool_calls": "tool calls",
+    "messages_blocked": "messages blocked",
+    "calls_blocked": "calls blocked",
+    "inputs_rewritten": "inputs rewritten",
+    "outputs_rewritten": "outputs rewritten",
+    "follow_ups": "follow-ups",
+    "compactions": "compactions",
+    "warnings": "warnings",
+    "hook_failures": "hook failures",
+    "final_messages": "messages at the end",
+}
+
+
+def summary_table(data: dict[str, Any]) -> Table:
+    table = Table(title="Summary", title_justify="left", show_header=False, expand=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key, label in SUMMARY_LABELS.items():
+        value = data[key]
+        style = ""
+        if value and key in ("calls_blocked", "messages_blocked"):
+            style = "bold red"
+        elif value and key == "compactions":
+            style = "bold cyan"
+        elif value and key in ("hook_failures", "warnings"):
+            style = "bold magenta"
+        table.add_row(label, Text(str(value), style=style))
+    table.add_row("total hook time", f"{data['total_hook_time_ms']:.1f} ms")
+    return table
+
+
+def render(replay: Replay, console: Console) -> None:
+    s = replay.session
+    head = f"[bold]{escape(replay.name)}[/]: conversation {escape(s.conv_id)}"
+    if s.model:
+        head += f", recorded with {escape(s.model)}"
+    head += f", {len(s.items)} items"
+    if s.max_context_window:
+        head += f", context window {s.max_context_window}"
+    if s.auto_compact.enabled:
+        head += f", auto-compact at {s.auto_compact.threshold or 0.8:.0%}"
+    console.print(head)
+    for event, names in replay.hook_order.items():
+        console.print(f"  {event}: {', '.join(names) if names else '[dim](none)[/]'}")
+    console.print(timeline_table(replay))
+    console.print(summary_table(summary(replay)))
