@@ -754,3 +754,13 @@ def test_registry_recipes_library_is_the_places_one(
 ) -> None:
     assert isinstance(registry.recipes, RecipeLibrary)
     assert registry.recipes.places.cwd == project
+
+
+def test_the_builtin_can_be_disabled_in_config(project: Path) -> None:
+    (project / ".kodelet" / "config.toml").write_text(
+        '[plugins]\ndisabled = ["builtin:compact-trigger"]\n'
+    )
+    with Runtime(cwd=project) as rt:
+        result = Session(rt).after_turn(1, usage=usage(99), auto_compact_enabled=True)
+        assert result == AfterTurnResult()
+        assert rt.hooks(Event.AFTER_TURN) == []
