@@ -1,7 +1,10 @@
 """``builtin:compact-trigger``: ask for the ``compact`` recipe once the context fills up.
 
 Registered through the same ``kodelet.plugins`` entry point as any third-party
-plugin, and ordered last, so a user's own compaction hook wins.
+plugin, and ordered last, so a user's own compaction hook wins. The logic is
+ADR 025's ``AfterTurnCompactHook``: the threshold is inclusive. A payload without
+a threshold gets the documented 80 % rather than Go's zero value, which would
+compact after every turn.
 """
 
 from __future__ import annotations
