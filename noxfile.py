@@ -28,6 +28,26 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", "core/kodelet")
 
 
+EXAMPLE_DISTS = ["guardrail", "audit-log", "lint-reminder"]
+
+
+@nox.session(python=PY, reuse_venv=False)
+def examples(session: nox.Session) -> None:
+    """Wheels of kodelet and the native examples, installed in a fresh venv, checked by CLI."""
+    import glob
+    import shutil
+
+    wheels = f"{session.create_tmp()}/wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    dirs = [f"plugins/examples/{name}" for name in EXAMPLE_DISTS]
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, ".", *dirs)
+    built = sorted(glob.glob(f"{wheels}/*.whl"))
+    session.install(*built, "pytest")
+    session.run("python", "plugins/examples/check_examples.py")
+    for directory in dirs:
+        session.run("pytest", "-q", "-p", "no:cacheprovider", f"{directory}/tests")
+
+
 @nox.session(python=PY)
 def soak(session: nox.Session) -> None:
     session.install("-e", ".[test]")
