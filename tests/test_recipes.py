@@ -313,3 +313,9 @@ def test_callback_aliases_and_args(places: Places) -> None:
     registry = CallbackRegistry(RecipeLibrary(places), Echo(), aliases={"loud": "shout"})
     assert registry.run("loud", [], {"word": "hey"}).output == "hey!"
     assert seen == [("shout", "hey!")]
+
+
+def test_extractive_runner_copes_with_punctuation_only_messages() -> None:
+    messages = [Message("user", "ship it"), Message("assistant", "---")]
+    text = ExtractiveRunner().run(read_recipe(SHIPPED), messages, {})
+    assert "ship it" in text and "Status:" not in text

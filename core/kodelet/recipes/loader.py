@@ -190,8 +190,9 @@ class RecipeLibrary:
             out.append(RecipeDir(path=root / "recipes", location=location))
             for path, plugin in _plugin_dirs(root):
                 out.append(RecipeDir(path=path, location=location, plugin=plugin))
-        builtin = builtin_recipe_dirs() if self._builtin_dirs is None else self._builtin_dirs
-        out.extend(RecipeDir(path=d, location="builtin") for d in builtin)
+        if self._builtin_dirs is None:
+            self._builtin_dirs = builtin_recipe_dirs()
+        out.extend(RecipeDir(path=d, location="builtin") for d in self._builtin_dirs)
         return out
 
     def find(self, name: str) -> tuple[Path, RecipeDir] | None:

@@ -264,8 +264,9 @@ class ExtractiveRunner:
             "",
         )
         text = _clip(first, 600) if first else "No user request recorded."
-        if last:
-            text += f"\n\nStatus: {_clip(_sentences(last)[0], 300)}"
+        status = _sentences(last)
+        if status:
+            text += f"\n\nStatus: {_clip(status[0], 300)}"
         return text
 
     @staticmethod
