@@ -356,7 +356,8 @@ class Runtime:
     # -- lifecycle -----------------------------------------------------------
 
     def executables(self) -> list[ExecutableHook]:
-        return [p for p in self.pm.get_plugins() if isinstance(p, ExecutableHook)]
+        # Not pm.get_plugins(): it builds a set, and a plugin object may be unhashable.
+        return [p for _, p in self.pm.list_name_plugin() if isinstance(p, ExecutableHook)]
 
     def close(self) -> None:
         if self._closed:
@@ -380,11 +381,19 @@ class Runtime:
 
 
 async def _bounded(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
-    """An ``async def`` impl gets the same time limit as an executable."""
+    """An ``async def`` impl gets the same time limit as an executable.
+
+    ``asyncio.timeout`` rather than ``wait_for``: no extra task, so a Ctrl-C inside a
+    hook propagates cleanly (through ``wait_for``'s inner task CPython 3.11 can
+    corrupt its recursion bookkeeping)."""
+    limit = asyncio.timeout(timeout)
     try:
-        return await asyncio.wait_for(coro, timeout)
+        async with limit:
+            return await coro
     except TimeoutError:
-        raise HookFailure(f"timed out after {timeout:g}s") from None
+        if limit.expired():
+            raise HookFailure(f"timed out after {timeout:g}s") from None
+        raise
 
 
 def _being_cancelled() -> bool:

@@ -82,7 +82,7 @@ class Session:
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
         return self.dispatch(Event.BEFORE_TOOL_CALL, tool_name=tool_name,  # type: ignore[no-any-return]
-                             tool_input=dict(tool_input or {}), tool_user_id=tool_user_id)
+                             tool_input=_mapping(tool_input), tool_user_id=tool_user_id)
 
     def after_tool_call(
         self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
@@ -122,7 +122,7 @@ class Session:
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
         return await self.adispatch(Event.BEFORE_TOOL_CALL, tool_name=tool_name,  # type: ignore[no-any-return]
-                                    tool_input=dict(tool_input or {}), tool_user_id=tool_user_id)
+                                    tool_input=_mapping(tool_input), tool_user_id=tool_user_id)
 
     async def aafter_tool_call(
         self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
@@ -159,5 +159,13 @@ class Session:
 
 def _after_tool(tool_name: str, tool_input: Mapping[str, Any] | None,
                 tool_output: Any, tool_user_id: str) -> dict[str, Any]:
-    return {"tool_name": tool_name, "tool_input": dict(tool_input or {}),
+    return {"tool_name": tool_name, "tool_input": _mapping(tool_input),
             "tool_output": tool_output, "tool_user_id": tool_user_id}
+
+
+def _mapping(value: Any) -> Any:
+    """A copy of a mapping; anything else is passed on for the converter to name and refuse
+    (``dict(["ls"])`` would quietly make ``{"l": "s"}``)."""
+    if value is None:
+        return {}
+    return dict(value) if isinstance(value, Mapping) else value
