@@ -261,7 +261,7 @@ def test_session_records_the_last_dispatch(tmp_path: Path) -> None:
 # -- bad input from the host: ValueError naming the field, before any hook runs -----------------
 
 
-def _tripwire() -> tuple[list[str], Runtime]:
+def _tripwire() -> tuple[list[str], SimpleNamespace]:
     ran: list[str] = []
 
     def hit(event: str) -> None:
@@ -403,20 +403,15 @@ def test_interrupts_from_async_impls_propagate(tmp_path: Path, exc: type, api: s
 
 
 def test_cancelling_the_host_task_cancels_the_dispatch(tmp_path: Path) -> None:
-    started = asyncio.Event
+    entered = asyncio.Event()
 
     async def slow() -> None:
+        entered.set()
         await asyncio.sleep(30)
 
     async def host(rt: Runtime) -> None:
-        ready = started()
-
-        async def signal() -> None:
-            ready.set()
-
         task = asyncio.create_task(Session(rt).auser_message_send("hi"))
-        await asyncio.sleep(0.01)
-        await signal()
+        await entered.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
