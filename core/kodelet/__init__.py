@@ -6,42 +6,114 @@ Native plugins use ``from kodelet import hookimpl``; hosts build a
 
 from __future__ import annotations
 
-from .config import Config, ConfigError, HookSettings, load_config
-from .events import Event, parse_event
-from .host.apply import Applied, apply_after_turn, apply_agent_stop
-from .host.session import Session
-from .markers import ENTRY_POINT_GROUP, hookimpl, hookspec
-from .payloads import (
-    AfterToolCallPayload,
-    AfterTurnPayload,
-    AgentStopPayload,
-    BasePayload,
-    BeforeToolCallPayload,
-    Message,
-    StructuredToolResult,
-    UsageInfo,
-    UserMessageSendPayload,
-)
-from .recipes import (
-    CallbackRegistry,
-    ExtractiveRunner,
-    LLMRunner,
-    Recipe,
-    RecipeError,
-    RecipeLibrary,
-    RunnerError,
-    ToolCall,
-)
-from .results import (
-    AfterToolCallResult,
-    AfterTurnResult,
-    AgentStopResult,
-    BeforeToolCallResult,
-    UserMessageSendResult,
-)
-from .runtime import HookEntry, Runtime
-from .trace import Dispatch, Outcome, Source, TraceRecord
-from .wire import WireError, payload_from_wire, payload_to_wire, result_from_wire, result_to_wire
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import Config, ConfigError, HookSettings, load_config
+    from .events import Event, parse_event
+    from .host.apply import Applied, apply_after_turn, apply_agent_stop
+    from .host.session import Session
+    from .markers import ENTRY_POINT_GROUP, hookimpl, hookspec
+    from .payloads import (
+        AfterToolCallPayload,
+        AfterTurnPayload,
+        AgentStopPayload,
+        BasePayload,
+        BeforeToolCallPayload,
+        Message,
+        StructuredToolResult,
+        UsageInfo,
+        UserMessageSendPayload,
+    )
+    from .recipes import (
+        CallbackRegistry,
+        ExtractiveRunner,
+        LLMRunner,
+        Recipe,
+        RecipeError,
+        RecipeLibrary,
+        RunnerError,
+        ToolCall,
+    )
+    from .results import (
+        AfterToolCallResult,
+        AfterTurnResult,
+        AgentStopResult,
+        BeforeToolCallResult,
+        UserMessageSendResult,
+    )
+    from .runtime import HookEntry, Runtime
+    from .trace import Dispatch, Outcome, Source, TraceRecord
+    from .wire import (
+        WireError,
+        payload_from_wire,
+        payload_to_wire,
+        result_from_wire,
+        result_to_wire,
+    )
+
+# Imported on first use, so an executable hook doing ``from kodelet import hookkit``
+# (or a plugin importing ``hookimpl``) does not pay for the whole framework.
+_EXPORTS = {
+    "Config": ".config",
+    "ConfigError": ".config",
+    "HookSettings": ".config",
+    "load_config": ".config",
+    "Event": ".events",
+    "parse_event": ".events",
+    "Applied": ".host.apply",
+    "apply_after_turn": ".host.apply",
+    "apply_agent_stop": ".host.apply",
+    "Session": ".host.session",
+    "ENTRY_POINT_GROUP": ".markers",
+    "hookimpl": ".markers",
+    "hookspec": ".markers",
+    "AfterToolCallPayload": ".payloads",
+    "AfterTurnPayload": ".payloads",
+    "AgentStopPayload": ".payloads",
+    "BasePayload": ".payloads",
+    "BeforeToolCallPayload": ".payloads",
+    "Message": ".payloads",
+    "StructuredToolResult": ".payloads",
+    "UsageInfo": ".payloads",
+    "UserMessageSendPayload": ".payloads",
+    "CallbackRegistry": ".recipes",
+    "ExtractiveRunner": ".recipes",
+    "LLMRunner": ".recipes",
+    "Recipe": ".recipes",
+    "RecipeError": ".recipes",
+    "RecipeLibrary": ".recipes",
+    "RunnerError": ".recipes",
+    "ToolCall": ".recipes",
+    "AfterToolCallResult": ".results",
+    "AfterTurnResult": ".results",
+    "AgentStopResult": ".results",
+    "BeforeToolCallResult": ".results",
+    "UserMessageSendResult": ".results",
+    "HookEntry": ".runtime",
+    "Runtime": ".runtime",
+    "Dispatch": ".trace",
+    "Outcome": ".trace",
+    "Source": ".trace",
+    "TraceRecord": ".trace",
+    "WireError": ".wire",
+    "payload_from_wire": ".wire",
+    "payload_to_wire": ".wire",
+    "result_from_wire": ".wire",
+    "result_to_wire": ".wire",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -22,8 +22,11 @@ import attrs
 import pluggy
 
 from . import hookspecs
+from .adapters.cache import DiscoveryCache, cache_disabled
 from .adapters.discovery import DiscoveredHook, discover
 from .adapters.executable import ExecutableHook, HookFailure
+from .adapters.persistent import PROTOCOL as PERSISTENT_PROTOCOL
+from .adapters.persistent import PersistentHook
 from .config import Config, load_config
 from .events import Event
 from .loading import PluginInfo, entry_points, load
@@ -159,9 +162,10 @@ class Runtime:
         return info
 
     def _load_executables(self) -> None:
-        self.discovered = discover(
-            self.places, self.config, env=self.env, **self._discover_options()
-        )
+        options = self._discover_options()
+        self.discovered = discover(self.places, self.config, env=self.env, **options)
+        if isinstance(options.get("query"), DiscoveryCache):
+            options["query"].save()
         active = [h for h in self.discovered if h.status == "active"]
         # Registered lowest precedence first: pluggy calls later registrations first.
         for hook in reversed(active):
@@ -176,10 +180,15 @@ class Runtime:
         self._order.clear()
 
     def _discover_options(self) -> dict[str, Any]:
-        return {}
+        """Answers to ``hook`` come from the discovery cache unless ``KODELET_NO_CACHE`` is set."""
+        if cache_disabled(self.env):
+            return {}
+        return {"query": DiscoveryCache.for_root(self.places.global_root, env=self.env)}
 
     def _make_executable(self, hook: DiscoveredHook) -> ExecutableHook:
-        return ExecutableHook.from_discovered(hook, default_cwd=str(self.places.cwd), env=self.env)
+        """A hook that answered ``<event> jsonl`` is kept running; others are spawned per call."""
+        cls = PersistentHook if PERSISTENT_PROTOCOL in hook.protocols else ExecutableHook
+        return cls.from_discovered(hook, default_cwd=str(self.places.cwd), env=self.env)
 
     def _configure(self, only: Any = None) -> None:
         """Hand each plugin its own table once; a plugin registered later gets it then."""

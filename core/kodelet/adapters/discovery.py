@@ -196,33 +196,53 @@ def discover(
     """Every hook file in precedence order, each active, skipped or disabled.
 
     ``query`` replaces :func:`query_event` (the discovery cache passes its own).
+    If it also has a ``peek(path)`` method that answers without running
+    anything (or None), those answers are taken first and only the rest are
+    queried, in parallel: a warm cache then costs no thread pool at all.
     ``env`` is the environment the hooks will run in: a hook is asked its event
     in the same environment, so both answers come from the same world."""
     ask = query if callable(query) else functools.partial(query_event, env=env)
+    peek = getattr(query, "peek", None)
     todo, found = scan(places)
 
-    def one(item: tuple[Candidate, Path]) -> DiscoveredHook:
-        cand, trust_root = item
-        why = _untrusted(cand.path, trust_root)
-        if why:
-            return DiscoveredHook(candidate=cand, event=None, status="skipped",
-                                  reason=f"untrusted: {why}")
-        try:
-            event, protocols = ask(cand.path)
-        except ValueError as exc:
-            log.warning("hook %s skipped: %s", cand.name, exc)
-            return DiscoveredHook(candidate=cand, event=None, status="skipped", reason=str(exc))
+    def settle(cand: Candidate, answer: tuple[Event, tuple[str, ...]]) -> DiscoveredHook:
+        event, protocols = answer
         if config is not None and not config.hook_enabled(cand.name):
             return DiscoveredHook(candidate=cand, event=event, status="disabled",
                                   reason="disabled in config.toml", protocols=protocols)
         return DiscoveredHook(candidate=cand, event=event, status="active", protocols=protocols)
 
-    if len(todo) > 1:
-        with ThreadPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-            results = list(pool.map(one, todo))
+    def one(cand: Candidate) -> DiscoveredHook:
+        try:
+            answer = ask(cand.path)
+        except ValueError as exc:
+            log.warning("hook %s skipped: %s", cand.name, exc)
+            return DiscoveredHook(candidate=cand, event=None, status="skipped", reason=str(exc))
+        return settle(cand, answer)
+
+    results: list[DiscoveredHook | None] = []
+    pending: list[tuple[int, Candidate]] = []
+    for cand, trust_root in todo:
+        why = _untrusted(cand.path, trust_root)
+        if why:
+            results.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
+                                          reason=f"untrusted: {why}"))
+            continue
+        known = peek(cand.path) if callable(peek) else None
+        if known is not None:
+            results.append(settle(cand, known))
+        else:
+            pending.append((len(results), cand))
+            results.append(None)
+
+    if len(pending) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers, len(pending))) as pool:
+            answers = list(pool.map(one, [c for _, c in pending]))
     else:
-        results = [one(t) for t in todo]
-    return _in_order(results, found)
+        answers = [one(c) for _, c in pending]
+    for (i, _), hook in zip(pending, answers, strict=True):
+        results[i] = hook
+    return _in_order([h for h in results if h is not None], found)
 
 
 def _in_order(queried: Iterable[DiscoveredHook], skipped: Iterable[DiscoveredHook]) -> list[DiscoveredHook]:

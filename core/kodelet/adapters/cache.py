@@ -1,0 +1,161 @@
+"""The discovery cache: remember what each hook file answered to ``hook``.
+
+Asking every executable its event costs one process per hook at every start,
+which dominates start-up once a user has a few dozen hooks. The answer only
+changes when the file does, so it is kept per file under ``<global>/cache/``,
+keyed by the file's real path and everything ``stat`` says about its content
+and permissions (size, mtime_ns, ctime_ns, inode, device, mode). Any change to
+one file re-queries that file only.
+
+The cache is an optimisation, never a source of truth: a corrupt, unreadable or
+unwritable cache file is ignored (and rewritten when possible), and
+``KODELET_NO_CACHE=1`` bypasses it entirely. Failed queries are not cached, so a
+hook that timed out once is asked again next time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..events import Event, parse_event
+from .discovery import query_event
+
+log = logging.getLogger("kodelet.cache")
+
+CACHE_DIR = "cache"
+CACHE_FILE = "discovery.json"
+# Bumped whenever what a cached answer means changes (e.g. a new protocol word).
+FORMAT = 1
+
+Answer = tuple[Event, tuple[str, ...]]
+Query = Callable[[Path], Answer]
+
+
+def cache_disabled(env: Mapping[str, str]) -> bool:
+    value = (env.get("KODELET_NO_CACHE") or "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
+
+
+def _key_of(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, st.st_mode]
+
+
+class DiscoveryCache:
+    """A query function for :func:`discover` that answers from disk when it can.
+
+    Thread-safe: :func:`discover` queries hooks from a thread pool.
+    """
+
+    def __init__(
+        self, directory: Path, *, query: Query | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.path = Path(directory) / CACHE_FILE
+        self._env = dict(os.environ if env is None else env)
+        self._query: Query = query or (lambda p: query_event(p, self._env))
+        self._lock = threading.Lock()
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        self.hits = 0
+        self.misses = 0
+        self._load()
+
+    @classmethod
+    def for_root(cls, global_root: Path, **kw: Any) -> DiscoveryCache:
+        return cls(Path(global_root) / CACHE_DIR, **kw)
+
+    def _load(self) -> None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            log.debug("discovery cache %s unreadable (%s); ignored", self.path, exc.strerror)
+            self._dirty = True
+            return
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                raise ValueError("unknown format")
+            entries = data["entries"]
+            if not isinstance(entries, dict):
+                raise ValueError("entries is not an object")
+        except (ValueError, KeyError, UnicodeDecodeError) as exc:
+            log.debug("discovery cache %s is corrupt (%s); rebuilt", self.path, exc)
+            self._dirty = True
+            return
+        self._entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
+
+    def lookup(self, path: Path) -> tuple[str, list[int], Answer | None]:
+        """(real path, stat key, cached answer or None); ``OSError`` if the file is gone."""
+        real = os.path.realpath(path)
+        key = _key_of(os.stat(real))
+        with self._lock:
+            entry = self._entries.get(real)
+        if entry is not None and entry.get("stat") == key:
+            try:
+                event = parse_event(str(entry["event"]))
+                protocols = tuple(str(p) for p in entry.get("protocols", ()))
+            except (KeyError, TypeError, ValueError):
+                return real, key, None
+            return real, key, (event, protocols)
+        return real, key, None
+
+    def peek(self, path: Path) -> Answer | None:
+        """The cached answer without running anything, or None if the file must be asked."""
+        try:
+            answer = self.lookup(path)[2]
+        except OSError:
+            return None
+        if answer is not None:
+            with self._lock:
+                self.hits += 1
+        return answer
+
+    def __call__(self, path: Path) -> Answer:
+        try:
+            real, key, answer = self.lookup(path)
+        except OSError:
+            return self._query(path)  # the query reports the problem in its own words
+        if answer is not None:
+            with self._lock:
+                self.hits += 1
+            return answer
+        # Stat taken before asking: a file edited while being queried gets a new key next time.
+        event, protocols = self._query(path)
+        with self._lock:
+            self.misses += 1
+            self._entries[real] = {"stat": key, "event": event.value, "protocols": list(protocols)}
+            self._dirty = True
+        return event, protocols
+
+    def save(self) -> None:
+        """Write the cache atomically if anything changed; never raises for I/O trouble."""
+        with self._lock:
+            if not self._dirty:
+                return
+            entries = {k: v for k, v in self._entries.items() if os.path.lexists(k)}
+            self._dirty = False
+        text = json.dumps({"format": FORMAT, "entries": entries}, sort_keys=True)
+        directory = self.path.parent
+        tmp = None
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".discovery-", suffix=".tmp", dir=directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, self.path)
+            tmp = None
+        except OSError as exc:
+            log.debug("discovery cache %s not written: %s", self.path, exc.strerror or exc)
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
