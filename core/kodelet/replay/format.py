@@ -141,7 +141,8 @@ class _Reader:
 
     def __init__(self, data: Any, path: str) -> None:
         if not isinstance(data, dict):
-            raise SessionFormatError(f"{path}: expected an object, got {_json_type(data)}")
+            where = path or "session"
+            raise SessionFormatError(f"{where}: expected an object, got {_json_type(data)}")
         self.data: dict[str, Any] = data
         self.path = path
 

@@ -155,9 +155,10 @@ class Player:
             name=self.name, session=self.recorded, steps=self.steps, hook_order=self._hook_order()
         )
         skipping = False
-        for item in self.recorded.items:
+        items = self.recorded.items
+        for index, item in enumerate(items):
             if isinstance(item, UserItem):
-                skipping = not self._user(item)
+                skipping = not self._user(item, _answers(items, index))
             elif skipping:
                 replay.turns_skipped += 1
             else:
@@ -173,10 +174,14 @@ class Player:
 
     # -- items -----------------------------------------------------------------
 
-    def _user(self, item: UserItem) -> bool:
+    def _user(self, item: UserItem, answers: int) -> bool:
         turn = self.driver.turn_number + 1
         outcome = self.driver.send_user_message(item.content)
-        effects = [] if outcome.sent else [Effect(kind="message-blocked", detail=outcome.reason)]
+        effects = []
+        if not outcome.sent:
+            skipped = f"{answers} recorded turn{'s' if answers != 1 else ''} skipped"
+            detail = f"not sent to the model; {skipped}"
+            effects.append(Effect(kind="message-blocked", detail=detail))
         self._step(
             turn, Event.USER_MESSAGE_SEND, shorten(item.content), _only(self._take()), effects
         )
@@ -218,7 +223,8 @@ class Player:
         before, after = self._take()
         effects: list[Effect] = []
         if outcome.blocked:
-            effects.append(Effect(kind="call-blocked", detail=outcome.reason))
+            detail = "not run; the model gets the blocked result"
+            effects.append(Effect(kind="call-blocked", detail=detail))
         elif outcome.input_rewritten:
             effects.append(Effect(kind="input-rewritten", detail=shorten(_json(outcome.input))))
         name = outcome.tool_name
@@ -257,6 +263,16 @@ class Player:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _answers(items: tuple[UserItem | AssistantItem, ...], index: int) -> int:
+    """How many recorded turns answer the user message at ``index``."""
+    count = 0
+    for item in items[index + 1 :]:
+        if isinstance(item, UserItem):
+            break
+        count += 1
+    return count
 
 
 def _only(dispatches: list[Dispatch]) -> Dispatch | None:

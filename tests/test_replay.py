@@ -1,0 +1,511 @@
+"""`kodelet replay`: recorded sessions through real hooks, the report, imports and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.recipes.callbacks import CallbackRegistry
+from kodelet.replay import report
+from kodelet.replay.claude import NO_RESULT, import_file, import_lines
+from kodelet.replay.format import (
+    AssistantItem,
+    SessionFormatError,
+    UserItem,
+    dumps,
+    load,
+    load_demo,
+    loads,
+)
+from kodelet.replay.player import Player
+from kodelet.runtime import Runtime
+
+from tests.conftest import write_hook
+
+FIXTURES = Path(__file__).parent / "fixtures" / "replay"
+OUTCOMES = FIXTURES / "outcomes.json"
+TRANSCRIPT = FIXTURES / "claude_transcript.jsonl"
+
+PY = sys.executable
+
+GUARD = f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("before_tool_call"); sys.exit(0)
+payload = json.load(sys.stdin)
+command = payload.get("tool_input", {{}}).get("command", "")
+if "rm -rf" in command:
+    print(json.dumps({{"blocked": True, "reason": "Security policy: 'rm -rf' is not allowed"}}))
+elif command == "ls":
+    print(json.dumps({{"input": {{"command": "ls -la"}}}}))
+"""
+
+REDACT = f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("after_tool_call"); sys.exit(0)
+payload = json.load(sys.stdin)
+out = payload["tool_output"]
+if "hunter2" in json.dumps(out):
+    out["metadata"] = {{"output": "[redacted]"}}
+    print(json.dumps({{"output": out}}))
+"""
+
+SECRETS = f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("user_message_send"); sys.exit(0)
+if "AKIA" in json.load(sys.stdin)["message"]:
+    print(json.dumps({{"blocked": True, "reason": "message contains an AWS access key id"}}))
+"""
+
+BROKEN = f"""#!{PY}
+import sys
+if sys.argv[1] == "hook":
+    print("turn_end"); sys.exit(0)
+sys.stderr.write("broken on purpose\\n")
+sys.exit(1)
+"""
+
+REMINDER = f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("agent_stop"); sys.exit(0)
+json.load(sys.stdin)
+print(json.dumps({{"follow_up_messages": ["Please run the linter"]}}))
+"""
+
+HOOKS = {
+    "10-guard": GUARD,
+    "20-redact": REDACT,
+    "30-secrets": SECRETS,
+    "40-broken": BROKEN,
+    "50-reminder": REMINDER,
+}
+
+
+@pytest.fixture
+def hooked(project: Path) -> Path:
+    """A project whose .kodelet/hooks yields every outcome on the outcomes fixture."""
+    for name, text in HOOKS.items():
+        write_hook(project / ".kodelet" / "hooks", name, text)
+    return project
+
+
+def kodelet(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "kodelet", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def replay_json(project: Path, *args: str) -> dict[str, Any]:
+    proc = kodelet("--cwd", str(project), "replay", *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def without_timings(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: without_timings(v) for k, v in data.items() if not k.endswith("_ms")}
+    if isinstance(data, list):
+        return [without_timings(v) for v in data]
+    return data
+
+
+# -- every outcome -------------------------------------------------------------
+
+
+def test_every_outcome_appears_and_the_counts_add_up(hooked: Path) -> None:
+    with Runtime(cwd=hooked) as rt:
+        player = Player(
+            rt,
+            load(OUTCOMES),
+            name="outcomes.json",
+            registry=CallbackRegistry.default(rt.places, env={}),
+        )
+        result = player.play()
+    data = report.summary(result)
+    assert data["outcomes"] == {
+        "no-action": 6,
+        "blocked": 2,
+        "modified": 2,
+        "action": 2,
+        "error": 3,
+    }
+    expected = {
+        "events": 12,
+        "hook_calls": 15,
+        "turns": 3,
+        "turns_skipped": 2,
+        "tool_calls": 3,
+        "messages_blocked": 1,
+        "calls_blocked": 1,
+        "inputs_rewritten": 1,
+        "outputs_rewritten": 1,
+        "follow_ups": 1,
+        "compactions": 1,
+        "warnings": 0,
+        "hook_failures": 3,
+    }
+    assert {k: data[k] for k in expected} == expected
+    assert data["total_hook_time_ms"] > 0
+
+    by_event = [(s.event.value, [(r.name, r.outcome.value) for r in s.hooks]) for s in result.steps]
+    assert by_event[1] == ("before_tool_call", [("10-guard", "modified")])
+    assert by_event[3] == ("before_tool_call", [("10-guard", "blocked")])
+    assert by_event[2] == ("after_tool_call", [("20-redact", "modified")])
+    assert by_event[5] == (
+        "after_turn",
+        [("40-broken", "error"), ("builtin:compact-trigger", "no-action")],
+    )
+    assert by_event[8] == (
+        "after_turn",
+        [("40-broken", "error"), ("builtin:compact-trigger", "action")],
+    )
+    assert by_event[10] == ("agent_stop", [("50-reminder", "action")])
+    assert by_event[11] == ("user_message_send", [("30-secrets", "blocked")])
+    broken = result.steps[5].hooks[0]
+    assert broken.error is not None and "broken on purpose" in broken.error
+
+    # What the host did: the model saw the redacted output and the blocked result, the
+    # compaction replaced the history, the follow-up was appended, the secret never was.
+    messages = player.driver.messages
+    assert messages[0].role == "user" and messages[0].content.startswith("## Summary")
+    assert messages[-1].content == "Please run the linter"
+    assert not any("AKIA" in m.content or "hunter2" in m.content for m in messages)
+
+
+def test_blocked_call_and_compaction_show_in_the_timeline(hooked: Path) -> None:
+    data = replay_json(hooked, str(OUTCOMES))
+    steps = data["timeline"]
+    blocked = steps[3]
+    assert blocked["event"] == "before_tool_call" and blocked["subject"] == "bash: rm -rf / build"
+    assert blocked["effects"][0]["kind"] == "call-blocked"
+    assert steps[4]["subject"] == "bash error: Security policy: 'rm -rf' is not allowed"
+    assert [e["kind"] for e in steps[8]["effects"]] == ["compacted"]
+    assert steps[1]["effects"] == [{"kind": "input-rewritten", "detail": '{"command": "ls -la"}'}]
+    assert data["hooks"]["after_turn"] == ["40-broken", "builtin:compact-trigger"]
+    assert data["summary"]["outcomes"]["error"] == 3
+
+
+def test_json_is_stable_across_runs_except_timings(hooked: Path) -> None:
+    first = replay_json(hooked, str(OUTCOMES))
+    second = replay_json(hooked, str(OUTCOMES))
+    assert without_timings(first) == without_timings(second)
+    timings = [s["duration_ms"] for s in first["timeline"]]
+    assert len(timings) == first["summary"]["events"]
+    assert "total_hook_time_ms" in first["summary"] and "wall_time_ms" in first["summary"]
+
+
+def test_text_report_has_timeline_and_summary(hooked: Path) -> None:
+    proc = kodelet("--cwd", str(hooked), "replay", str(OUTCOMES), env={"COLUMNS": "160"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for text in (
+        "Turn",
+        "Event",
+        "Hook",
+        "Outcome",
+        "Time",
+        "10-guard",
+        "call-blocked",
+        "message-blocked",
+        "compacted",
+        "Summary",
+        "calls blocked",
+        "hook failures",
+        "total hook time",
+    ):
+        assert text in out, text
+    assert "Traceback" not in proc.stderr
+
+
+def test_no_hooks_flag_keeps_only_the_builtin(hooked: Path) -> None:
+    proc = kodelet("--cwd", str(hooked), "--no-hooks", "replay", str(OUTCOMES), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    names = {r["name"] for s in data["timeline"] for r in s["hooks"]}
+    assert names == {"builtin:compact-trigger"}
+    assert data["summary"]["calls_blocked"] == 0
+    assert data["summary"]["compactions"] == 1
+
+
+# -- the demo --------------------------------------------------------------------
+
+
+def test_demo_replays_with_the_builtin_compaction_firing(project: Path) -> None:
+    proc = kodelet("replay", cwd=project, env={"COLUMNS": "160"})
+    assert proc.returncode == 0, proc.stderr
+    assert "demo_session.json" in proc.stdout
+    assert "builtin:compact-trigger" in proc.stdout
+    assert "compacted" in proc.stdout
+    data = replay_json(project)
+    assert data["session"]["name"] == "demo_session.json"
+    assert data["summary"]["compactions"] == 1
+    assert data["summary"]["calls_blocked"] == 0  # nothing installed to block it
+
+
+def test_demo_has_a_dangerous_command_and_a_secret() -> None:
+    demo = load_demo()
+    assert demo.auto_compact.enabled
+    commands = [c.input.get("command", "") for t in demo.turns for c in t.tool_calls]
+    assert any("rm -rf /" in c or c.startswith("sudo ") for c in commands)
+    users = [i.content for i in demo.items if isinstance(i, UserItem)]
+    assert any("AKIA" in u for u in users)
+    assert demo.event_count() < 300  # small enough to read, no progress bar
+
+
+def test_guardrail_style_hooks_block_the_demo_dangers(hooked: Path) -> None:
+    data = replay_json(hooked)
+    assert data["summary"]["calls_blocked"] == 1
+    assert data["summary"]["messages_blocked"] == 1
+    assert data["summary"]["turns_skipped"] == 2
+    assert data["summary"]["compactions"] == 1
+
+
+# -- Claude Code transcripts ------------------------------------------------------
+
+
+def test_claude_transcript_imports_into_the_session_format() -> None:
+    session = import_file(TRANSCRIPT)
+    assert session.conv_id == "5f0c9e1a-7b2d-4c3e-9f10-2a4b6c8d0e1f"
+    assert session.model == "claude-sonnet-4-20250514"
+    kinds = [type(i).__name__ for i in session.items]
+    assert kinds == [
+        "UserItem",
+        "AssistantItem",
+        "AssistantItem",
+        "AssistantItem",
+        "AssistantItem",
+        "UserItem",
+        "AssistantItem",
+    ]
+    first = session.items[1]
+    assert isinstance(first, AssistantItem)
+    assert first.content == "I'll read the test first."  # two lines, one message id
+    assert first.usage.input_tokens == 4 + 1200 + 13000 and first.usage.output_tokens == 58
+    (read,) = first.tool_calls
+    assert (read.id, read.name) == ("toolu_01R", "file_read")
+    assert read.output.success and "import pytest" in (read.output.metadata or {})["content"]
+    rm = session.turns[1].tool_calls[0]
+    assert rm.name == "bash" and rm.input["command"] == "rm -rf / tmp/pytest-cache"
+    assert not rm.output.success and rm.output.error is not None
+    assert rm.output.error.startswith("rm: it is dangerous")
+    test_run = session.turns[2].tool_calls[0]
+    assert test_run.output.success and "3 passed" in (test_run.output.metadata or {})["content"]
+    assert session.turns[3].tool_calls == () and "stale cache" in session.turns[3].content
+    assert session.items[5] == UserItem(content="Thanks, that's all.")
+    # What an import writes reads back as the same session.
+    assert loads(dumps(session)) == session
+
+
+def test_claude_transcript_replays_through_the_hooks(hooked: Path) -> None:
+    data = replay_json(hooked, "--from-claude", str(TRANSCRIPT))
+    summary = data["summary"]
+    assert summary["calls_blocked"] == 1
+    assert summary["turns"] == 5 and summary["tool_calls"] == 3
+    assert summary["follow_ups"] == 2  # agent_stop after each answer without tools
+    assert data["session"]["name"] == str(TRANSCRIPT)
+
+
+def test_tool_use_without_result_gets_a_failed_output() -> None:
+    lines = [
+        json.dumps({"type": "user", "message": {"role": "user", "content": "go"}}),
+        json.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "m1",
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "x"}}
+                    ],
+                },
+            }
+        ),
+    ]
+    session = import_lines(lines, "cut.jsonl")
+    call = session.turns[0].tool_calls[0]
+    assert call.name == "grep_tool" and not call.output.success and call.output.error == NO_RESULT
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["{not json"], "cut.jsonl: line 1: not valid JSON"),
+        (["[1, 2]"], "cut.jsonl: line 1: expected a JSON object"),
+        (['{"type": "user"}'], "cut.jsonl: line 1: user line without a message object"),
+        (['{"type": "summary", "summary": "x"}'], "cut.jsonl: no user or assistant messages found"),
+    ],
+)
+def test_bad_transcripts_name_the_line(lines: list[str], message: str) -> None:
+    with pytest.raises(SessionFormatError) as exc:
+        import_lines(lines, "cut.jsonl")
+    assert str(exc.value).startswith(message)
+
+
+# -- malformed session files -------------------------------------------------------
+
+
+def session_text(**changes: Any) -> str:
+    data = json.loads(OUTCOMES.read_text())
+    data.update(changes)
+    return json.dumps(data)
+
+
+def bad_item(path: list[Any], value: Any) -> str:
+    data = json.loads(OUTCOMES.read_text())
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "s.json: not valid JSON: Expecting property name"),
+        ("[]", "s.json: session: expected an object, got list"),
+        (session_text(version=2), "s.json: version: unsupported version 2"),
+        (bad_item(["version"], KeyError), "s.json: version: missing required field"),
+        (session_text(turns=[]), "s.json: session: unknown field 'turns'"),
+        (session_text(max_context_window=-1), "s.json: max_context_window: must not be negative"),
+        (
+            session_text(auto_compact={"enabled": True, "threshold": 80}),
+            "s.json: auto_compact.threshold: must be in (0, 1], got 80",
+        ),
+        (session_text(items={}), "s.json: items: expected a list, got object"),
+        (
+            bad_item(["items", 1, "type"], "tool"),
+            "s.json: items[1].type: expected 'user' or 'assistant', got 'tool'",
+        ),
+        (
+            bad_item(["items", 0, "content"], 3),
+            "s.json: items[0].content: expected a string, got number",
+        ),
+        (bad_item(["items", 1, "tool_call"], []), "s.json: items[1]: unknown field 'tool_call'"),
+        (
+            bad_item(["items", 1, "usage", "input_tokens"], "many"),
+            "s.json: items[1].usage.input_tokens: expected an integer, got string",
+        ),
+        (
+            bad_item(["items", 1, "tool_calls", 1, "output", "success"], "no"),
+            "s.json: items[1].tool_calls[1].output.success: expected a boolean, got string",
+        ),
+        (
+            bad_item(["items", 1, "tool_calls", 0, "output", "toolName"], KeyError),
+            "s.json: items[1].tool_calls[0].output.toolName: missing required field",
+        ),
+        (
+            bad_item(["items", 2, "tool_calls", 0, "input"], "notes.md"),
+            "s.json: items[2].tool_calls[0].input: expected an object, got string",
+        ),
+    ],
+)
+def test_malformed_sessions_name_the_problem(text: str, message: str) -> None:
+    with pytest.raises(SessionFormatError) as exc:
+        loads(text, "s.json")
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_malformed_session_on_the_command_line_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(bad_item(["items", 1, "tool_calls", 1, "output", "success"], "no"))
+    proc = kodelet("--cwd", str(tmp_path), "replay", str(bad))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert lines == [
+        f"kodelet: error: {bad}: items[1].tool_calls[1].output.success: "
+        "expected a boolean, got string"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json"], "kodelet: error: missing.json: no such file"),
+        (["--from-claude", "missing.jsonl"], "kodelet: error: missing.jsonl: no such file"),
+        (
+            [str(OUTCOMES), "--from-claude", str(TRANSCRIPT)],
+            "kodelet: error: give either SESSION or --from-claude FILE, not both",
+        ),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    proc = kodelet("--cwd", str(tmp_path), "replay", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [message]
+
+
+# -- long sessions -------------------------------------------------------------------
+
+
+def long_session(turns: int) -> dict[str, Any]:
+    items: list[dict[str, Any]] = [{"type": "user", "content": "start"}]
+    for i in range(turns):
+        items.append(
+            {
+                "type": "assistant",
+                "content": f"step {i}",
+                "usage": {"input_tokens": 100 + i, "output_tokens": 10},
+                "tool_calls": [
+                    {
+                        "id": f"t{i}",
+                        "name": "bash",
+                        "input": {"command": f"echo {i}"},
+                        "output": {"toolName": "bash", "success": True, "timestamp": "T"},
+                    }
+                ],
+            }
+        )
+    items.append({"type": "assistant", "content": "done", "usage": {"input_tokens": 1}})
+    return {"version": 1, "conv_id": "long", "max_context_window": 100000, "items": items}
+
+
+def test_long_session_shows_a_progress_bar_on_stderr_only(tmp_path: Path) -> None:
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(long_session(120)))  # 1 + 120 * 3 + 2 = 363 events
+    proc = kodelet(
+        "--cwd",
+        str(tmp_path),
+        "replay",
+        str(path),
+        "--json",
+        env={"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["summary"]["events"] == 363
+    assert "replaying" in proc.stderr
+
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(long_session(10)))
+    proc = kodelet(
+        "--cwd",
+        str(tmp_path),
+        "replay",
+        str(short),
+        "--json",
+        env={"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"},
+    )
+    assert proc.returncode == 0 and "replaying" not in proc.stderr
