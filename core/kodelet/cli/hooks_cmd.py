@@ -37,7 +37,7 @@ def _event(name: str) -> Event:
         fail(str(exc), 2)
 
 
-def _implemented(rt: Runtime, plugin: Any) -> list[Event]:
+def implemented(rt: Runtime, plugin: Any) -> list[Event]:
     """Events a plugin implements, found without registering it (it is disabled)."""
     found: set[str] = set()
     for attr in dir(plugin):
@@ -51,7 +51,7 @@ def _rows(rt: Runtime, only: Event | None) -> list[dict[str, Any]]:
     """Active hooks per event in call order, then the ones that will not run and why."""
     paths = {info.name: info.path for info in rt.plugins}
     natives_off = [
-        (info, _implemented(rt, info.plugin) if info.plugin is not None else [])
+        (info, implemented(rt, info.plugin) if info.plugin is not None else [])
         for info in rt.plugins
         if info.disabled or info.error
     ]

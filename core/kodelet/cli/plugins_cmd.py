@@ -15,6 +15,7 @@ from ..config import ConfigError
 from ..places import Places
 from ..runtime import Runtime
 from .common import fail, print_json, render_table, state
+from .hooks_cmd import implemented
 
 app = typer.Typer(
     help="List, add and remove plugins: Python packages and plugin repositories.",
@@ -34,7 +35,7 @@ def _native_rows(cwd: Path) -> list[dict[str, Any]]:
         for info in rt.plugins:
             events = info.events
             if info.disabled and info.plugin is not None:
-                events = _implemented(rt, info.plugin)
+                events = [e.value for e in implemented(rt, info.plugin)]
             rows.append(
                 {
                     "name": info.name,
@@ -53,21 +54,6 @@ def _native_rows(cwd: Path) -> list[dict[str, Any]]:
         return rows
     finally:
         rt.close()
-
-
-def _implemented(rt: Runtime, plugin: Any) -> list[str]:
-    """Events a plugin implements without registering it (it is disabled)."""
-    found = set()
-    for attr in dir(plugin):
-        opts = rt.pm.parse_hookimpl_opts(plugin, attr)
-        if opts is not None:
-            found.add(opts.get("specname") or attr)
-    return sorted(
-        e
-        for e in found
-        if e
-        in {"before_tool_call", "after_tool_call", "user_message_send", "after_turn", "agent_stop"}
-    )
 
 
 def _repo_row(repo: repos.InstalledRepo) -> dict[str, Any]:
