@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-
 from kodelet import Event, Runtime
 from kodelet.adapters.cache import CACHE_DIR, CACHE_FILE, DiscoveryCache
+
 from tests.conftest import write_hook
 
 HOOK = """#!/bin/bash
