@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ from kodelet.host.session import Session
 from kodelet.payloads import Message, StructuredToolResult, UsageInfo
 from kodelet.recipes.callbacks import CallbackRegistry
 from kodelet.runtime import Runtime
+
+from tests.conftest import write_hook
 
 
 class Recorder:
@@ -405,3 +409,64 @@ def test_blocked_tool_result_shape(reason: str) -> None:
         None,
         "T",
     )
+
+
+# -- the async twin --------------------------------------------------------------
+
+
+GUARD_EXE = """#!{python}
+import json, sys
+if sys.argv[1] == "hook":
+    print("before_tool_call"); sys.exit(0)
+command = json.load(sys.stdin)["tool_input"].get("command", "")
+if "rm -rf" in command:
+    print(json.dumps({{"blocked": True, "reason": "no rm -rf"}}))
+"""
+
+
+def test_arun_matches_run_with_an_executable_hook_and_async_callables(project: Path) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", GUARD_EXE.format(python=sys.executable))
+    replies = [
+        Reply(
+            content="Cleaning.",
+            tool_calls=[
+                ToolCall(id="t1", name="bash", input={"command": "rm -rf /"}),
+                ToolCall(id="t2", name="bash", input={"command": "ls"}),
+            ],
+        ),
+        Reply(content="Done."),
+    ]
+
+    def sync_run() -> tuple[list[Message], list[str]]:
+        rec = Recorder()
+        with Runtime(cwd=project, entry_points=False, plugins=[("rec", rec)]) as rt:
+            driver = Driver(Session(rt))
+            driver.run("tidy up", step=script(*replies), run_tool=lambda n, i: ok(n))
+        return driver.messages, rec.events()
+
+    async def async_run() -> tuple[list[Message], list[str]]:
+        rec = Recorder()
+        ran: list[dict[str, Any]] = []
+        queue = list(replies)
+
+        async def step(messages: list[Message]) -> Reply:
+            await asyncio.sleep(0)
+            return queue.pop(0)
+
+        async def run_tool(name: str, tool_input: dict[str, Any]) -> StructuredToolResult:
+            ran.append(tool_input)
+            return ok(name)
+
+        with Runtime(cwd=project, entry_points=False, plugins=[("rec", rec)]) as rt:
+            driver = Driver(Session(rt))
+            outcome = await driver.arun("tidy up", step=step, run_tool=run_tool)
+        assert outcome.stopped and outcome.turns == 2
+        assert ran == [{"command": "ls"}]
+        return driver.messages, rec.events()
+
+    sync_messages, sync_events = sync_run()
+    async_messages, async_events = asyncio.run(async_run())
+    assert async_messages == sync_messages
+    assert async_events == sync_events
+    blocked = [m.content for m in sync_messages if "[tool_result bash t1 error]" in m.content]
+    assert blocked and '"error": "no rm -rf"' in blocked[0]

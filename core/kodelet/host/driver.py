@@ -18,20 +18,25 @@ The driver keeps the history a host keeps, as the seeds' ``Message`` list
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias, TypeVar, cast
 
 import attrs
 
 from ..payloads import Message, StructuredToolResult, UsageInfo
 from ..recipes.callbacks import CallbackRegistry
 from ..recipes.runners import ToolCall as ToolRecord
+from ..results import AfterToolCallResult, BeforeToolCallResult, UserMessageSendResult
 from ..wire import converter
 from .apply import Applied, apply_after_turn, apply_agent_stop
 from .session import Session
 
+T = TypeVar("T")
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
 ToolRunner = Callable[[str, dict[str, Any]], StructuredToolResult]
 
 
@@ -195,10 +200,16 @@ class Driver:
             self.save_conversation()
 
     # -- the steps -------------------------------------------------------------
+    #
+    # Each step is: fields for the event -> dispatch -> what the host does with
+    # the merged answer. The sync and async methods share everything but the
+    # dispatch, so the two can never drift apart.
 
     def send_user_message(self, text: str) -> MessageOutcome:
         """``user_message_send``; a blocked message never joins the history."""
-        result = self.session.user_message_send(text)
+        return self._sent(text, self.session.user_message_send(text))
+
+    def _sent(self, text: str, result: UserMessageSendResult) -> MessageOutcome:
         if result.blocked:
             return MessageOutcome(sent=False, reason=result.reason)
         self.add_user_message(text)
@@ -231,13 +242,30 @@ class Driver:
         """
         original = dict(tool_input)
         before = self.session.before_tool_call(name, original, tool_user_id)
-        if before.blocked:
-            used = original
-            output = blocked_tool_result(name, before.reason, timestamp)
-        else:
-            used = dict(before.input) if before.input is not None else original
+        used, output = self._planned(name, original, before, timestamp)
+        if output is None:
             output = run(used)
         after = self.session.after_tool_call(name, used, output, tool_user_id)
+        return self._called(name, tool_user_id, used, output, before, after)
+
+    @staticmethod
+    def _planned(
+        name: str, original: dict[str, Any], before: BeforeToolCallResult, timestamp: str | None
+    ) -> tuple[dict[str, Any], StructuredToolResult | None]:
+        """The input to run with, and the output already decided (a block) or None."""
+        if before.blocked:
+            return original, blocked_tool_result(name, before.reason, timestamp)
+        return (dict(before.input) if before.input is not None else original), None
+
+    def _called(
+        self,
+        name: str,
+        tool_user_id: str,
+        used: dict[str, Any],
+        output: StructuredToolResult,
+        before: BeforeToolCallResult,
+        after: AfterToolCallResult,
+    ) -> ToolOutcome:
         final = after.output if after.output is not None else output
         self.tools_used = True
         self.messages.append(Message(role="user", content=tool_result_text(tool_user_id, final)))
@@ -257,27 +285,34 @@ class Driver:
 
     def end_turn(self, usage: UsageInfo | None = None) -> TurnOutcome:
         """``after_turn`` with this turn's usage; a ``mutate``/``callback`` applies at once."""
+        result = self.session.after_turn(**self._turn_fields(usage))
+        return self._turned(apply_after_turn(result, **self._apply_args()))
+
+    def _turn_fields(self, usage: UsageInfo | None) -> dict[str, Any]:
         if usage is not None:
             if usage.max_context_window == 0 and self.max_context_window:
                 usage = attrs.evolve(usage, max_context_window=self.max_context_window)
             self.usage = usage
-        result = self.session.after_turn(
-            self.turn_number,
-            tools_used=self.tools_used,
-            usage=self.usage,
-            auto_compact_enabled=self.auto_compact,
-            auto_compact_threshold=self.auto_compact_threshold,
-            messages=list(self.messages),
-            response=self.response,
-        )
-        applied = apply_after_turn(
-            result,
-            messages=list(self.messages),
-            replace_messages=self.replace_messages,
-            save_conversation=self._save if self.save_conversation is not None else None,
-            registry=self.registry,
-            tool_calls=list(self.tool_records),
-        )
+        return {
+            "turn_number": self.turn_number,
+            "tools_used": self.tools_used,
+            "usage": self.usage,
+            "auto_compact_enabled": self.auto_compact,
+            "auto_compact_threshold": self.auto_compact_threshold,
+            "messages": list(self.messages),
+            "response": self.response,
+        }
+
+    def _apply_args(self) -> dict[str, Any]:
+        return {
+            "messages": list(self.messages),
+            "replace_messages": self.replace_messages,
+            "save_conversation": self._save if self.save_conversation is not None else None,
+            "registry": self.registry,
+            "tool_calls": list(self.tool_records),
+        }
+
+    def _turned(self, applied: Applied) -> TurnOutcome:
         return TurnOutcome(
             turn_number=self.turn_number, tools_used=self.tools_used, applied=applied
         )
@@ -288,21 +323,19 @@ class Driver:
         When follow-ups come back the agent is not done: a live loop asks the
         model again (``run`` does), a replay only records them.
         """
-        result = self.session.agent_stop(
-            list(self.messages),
-            usage=self.usage,
-            invoked_recipe=self.invoked_recipe,
-            auto_compact_enabled=self.auto_compact,
-            auto_compact_threshold=self.auto_compact_threshold,
-        )
-        applied = apply_agent_stop(
-            result,
-            messages=list(self.messages),
-            replace_messages=self.replace_messages,
-            save_conversation=self._save if self.save_conversation is not None else None,
-            registry=self.registry,
-            tool_calls=list(self.tool_records),
-        )
+        result = self.session.agent_stop(**self._stop_fields())
+        return self._stopped(apply_agent_stop(result, **self._apply_args()))
+
+    def _stop_fields(self) -> dict[str, Any]:
+        return {
+            "messages": list(self.messages),
+            "usage": self.usage,
+            "invoked_recipe": self.invoked_recipe,
+            "auto_compact_enabled": self.auto_compact,
+            "auto_compact_threshold": self.auto_compact_threshold,
+        }
+
+    def _stopped(self, applied: Applied) -> StopOutcome:
         follow_ups = tuple(applied.follow_ups)
         for text in follow_ups:
             self.add_user_message(text)
@@ -344,3 +377,74 @@ class Driver:
             if not reply.tool_calls and not self.stop().follow_ups:
                 return RunOutcome(sent=sent, turns=turns, stopped=True)
         return RunOutcome(sent=sent, turns=turns, stopped=False)
+
+    # -- async twins -----------------------------------------------------------
+    #
+    # Hooks run through the runtime's async dispatch (asyncio subprocesses); a
+    # callback recipe runs in a worker thread so a slow summarizer does not
+    # stall the event loop. ``run`` callables may be plain or async.
+
+    async def asend_user_message(self, text: str) -> MessageOutcome:
+        return self._sent(text, await self.session.auser_message_send(text))
+
+    async def acall_tool(
+        self,
+        name: str,
+        tool_input: Mapping[str, Any],
+        tool_user_id: str = "",
+        *,
+        run: Callable[[dict[str, Any]], MaybeAwaitable[StructuredToolResult]],
+        timestamp: str | None = None,
+    ) -> ToolOutcome:
+        original = dict(tool_input)
+        before = await self.session.abefore_tool_call(name, original, tool_user_id)
+        used, output = self._planned(name, original, before, timestamp)
+        if output is None:
+            output = await _resolve(run(used))
+        after = await self.session.aafter_tool_call(name, used, output, tool_user_id)
+        return self._called(name, tool_user_id, used, output, before, after)
+
+    async def aend_turn(self, usage: UsageInfo | None = None) -> TurnOutcome:
+        result = await self.session.aafter_turn(**self._turn_fields(usage))
+        applied = await asyncio.to_thread(apply_after_turn, result, **self._apply_args())
+        return self._turned(applied)
+
+    async def astop(self) -> StopOutcome:
+        result = await self.session.aagent_stop(**self._stop_fields())
+        applied = await asyncio.to_thread(apply_agent_stop, result, **self._apply_args())
+        return self._stopped(applied)
+
+    async def arun(
+        self,
+        message: str,
+        *,
+        step: Callable[[list[Message]], MaybeAwaitable[Reply]],
+        run_tool: Callable[[str, dict[str, Any]], MaybeAwaitable[StructuredToolResult]],
+        max_turns: int = 50,
+    ) -> RunOutcome:
+        """The async twin of :meth:`run`."""
+        sent = await self.asend_user_message(message)
+        if not sent.sent:
+            return RunOutcome(sent=sent)
+        turns = 0
+        while turns < max_turns:
+            reply = await _resolve(step(list(self.messages)))
+            turns += 1
+            self.begin_turn(reply.content, reply.tool_calls)
+            for call in reply.tool_calls:
+                await self.acall_tool(
+                    call.name,
+                    call.input,
+                    call.id,
+                    run=lambda used, name=call.name: run_tool(name, used),  # type: ignore[misc]
+                )
+            await self.aend_turn(reply.usage)
+            if not reply.tool_calls and not (await self.astop()).follow_ups:
+                return RunOutcome(sent=sent, turns=turns, stopped=True)
+        return RunOutcome(sent=sent, turns=turns, stopped=False)
+
+
+async def _resolve(value: MaybeAwaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return cast(T, await value)
+    return value
