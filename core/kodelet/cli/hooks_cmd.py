@@ -141,21 +141,22 @@ def list_hooks(
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    return render_table(
-        ["#", "NAME", "KIND", "STATUS", "PATH", "REASON"],
+    headers = ["#", "NAME", "KIND", "STATUS", "PATH"]
+    cells = [
         [
-            [
-                "-" if r["order"] is None else str(r["order"]),
-                r["name"],
-                r["kind"],
-                r["status"],
-                r["path"] or "-",
-                r["reason"] or "",
-            ]
-            for r in rows
-        ],
-        indent="  ",
-    )
+            "-" if r["order"] is None else str(r["order"]),
+            r["name"],
+            r["kind"],
+            r["status"],
+            r["path"] or "-",
+        ]
+        for r in rows
+    ]
+    if any(r["reason"] for r in rows):
+        headers.append("REASON")
+        for line, r in zip(cells, rows, strict=True):
+            line.append(r["reason"] or "")
+    return render_table(headers, cells, indent="  ")
 
 
 def _read_payload(source: str | None) -> dict[str, Any]:
