@@ -414,3 +414,15 @@ def test_set_disabled_plugins_refuses_layouts_it_cannot_edit(tmp_path: Path, bef
     with pytest.raises(ConfigError, match=r"cannot update \[plugins\] disabled safely"):
         set_disabled_plugins(path, ["b"])
     assert path.read_text() == before
+
+
+def test_enable_says_when_config_still_disables_the_hook(project: Path) -> None:
+    write_hook(hooks_dir(project), "deny", BLOCKING_HOOK % "no").rename(
+        hooks_dir(project) / "deny.disable"
+    )
+    (project / ".kodelet" / "config.toml").write_text('[hooks]\ndisabled = ["deny"]\n')
+    res = run_kodelet("--cwd", str(project), "hooks", "enable", "deny")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == "kodelet: note: deny is still disabled by [hooks] in config.toml\n"
+    [row] = [r for r in hook_rows(project) if r["name"] == "deny"]
+    assert (row["status"], row["reason"]) == ("disabled", "disabled in config.toml")

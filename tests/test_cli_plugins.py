@@ -218,7 +218,7 @@ def test_disabled_native_plugins_are_still_listed(proj: Path) -> None:
     [builtin] = [r for r in listing(proj) if r["kind"] == "builtin"]
     assert builtin["hooks"] == ["after_turn"]
     table = run_kodelet("--cwd", str(proj), "plugins", "list")
-    assert "builtin:compact-trigger: disabled" in table.stdout
+    assert "builtin:compact-trigger: disabled in config.toml" in table.stdout
 
 
 def test_bad_config_is_exit_2(proj: Path) -> None:

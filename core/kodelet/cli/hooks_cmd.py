@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from ..adapters.discovery import DISABLE_SUFFIX
-from ..config import ConfigError, load_config
+from ..config import Config, ConfigError, load_config
 from ..events import Event, parse_event
 from ..loading import entry_points
 from ..payloads import field_names
@@ -365,16 +365,18 @@ def set_disabled_plugins(path: Path, names: list[str]) -> None:
 def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
     st = state(ctx)
     places = Places.resolve(st.cwd)
+    try:
+        config = load_config(places)
+    except ConfigError as exc:
+        fail(str(exc), 2)
     found = _hook_file(places, name)
     if found is not None:
         typer.echo(_toggle_file(*found, enable))
+        _warn_config_disabled(config, name, enable)
         return
     if name not in {ep.name for _, ep in entry_points()}:
         fail(f"no hook or plugin named {name!r} (see: kodelet hooks list)", 1)
-    try:
-        current = list(load_config(places).disabled_plugins)
-    except ConfigError as exc:
-        fail(str(exc), 2)
+    current = list(config.disabled_plugins)
     # The local key replaces the global one, so it carries the whole effective list.
     if enable == (name not in current):
         typer.echo(f"already {'enabled' if enable else 'disabled'}: plugin {name}")
@@ -388,6 +390,13 @@ def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
     typer.echo(f"{'Enabled' if enable else 'Disabled'} plugin {name} in {path}")
+    _warn_config_disabled(config, name, enable)
+
+
+def _warn_config_disabled(config: Config, name: str, enable: bool) -> None:
+    """Enabling must not look like it worked while a ``[hooks]`` setting still stops the hook."""
+    if enable and not config.hook_enabled(name):
+        typer.echo(f"kodelet: note: {name} is still disabled by [hooks] in config.toml", err=True)
 
 
 @app.command("enable")

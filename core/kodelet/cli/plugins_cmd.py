@@ -100,7 +100,7 @@ def list_plugins(
         render_table(["NAME", "KIND", "LOCATION", "VERSION", "SKILLS", "RECIPES", "HOOKS"], table)
     )
     notes = [f"  {r['name']}: {r['error']}" for r in rows if r["error"]]
-    notes += [f"  {r['name']}: disabled ([plugins] disabled)" for r in rows if r["_disabled"]]
+    notes += [f"  {r['name']}: disabled in config.toml" for r in rows if r["_disabled"]]
     if notes:
         typer.echo("\nNotes:")
         typer.echo("\n".join(notes))
