@@ -50,8 +50,12 @@ def examples(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def soak(session: nox.Session) -> None:
+    """20,000 events by default; ``KODELET_SOAK_EVENTS=2000 nox -s soak`` for a short run."""
+    import os
+
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "soak", *session.posargs)
+    events = os.environ.get("KODELET_SOAK_EVENTS", "20000")
+    session.run("pytest", "-m", "soak", *session.posargs, env={"KODELET_SOAK_EVENTS": events})
 
 
 @nox.session(python=PY)
