@@ -178,11 +178,7 @@ class _Server:
                     end = self._buf.find(b"\n")
                     if end >= 0:
                         answer = bytes(self._buf[:end])
-                        rest = self._buf[end + 1 :]
-                        if rest.strip():
-                            snippet = bytes(rest[:80]).decode("utf-8", "replace")
-                            raise _Broken(f"answered with more than one line: {snippet!r}")
-                        self._buf.clear()
+                        del self._buf[: end + 1]
                         if writing:
                             raise _Broken("answered before reading the whole payload")
                         return answer
@@ -192,6 +188,13 @@ class _Server:
             for fd in (self._out, self._in):
                 with contextlib.suppress(KeyError, ValueError):
                     sel.unregister(fd)
+
+    def leftover(self) -> str | None:
+        """What the server printed after its answer line, if anything (it is then out of step)."""
+        if not self._buf.strip():
+            self._buf.clear()
+            return None
+        return bytes(self._buf[:80]).decode("utf-8", "replace")
 
     def _why_stray(self) -> str:
         if not self._buf:
@@ -328,6 +331,9 @@ class PersistentHook(ExecutableHook):
                 raise HookFailure(str(exc)) from None
             try:
                 result = self._decode(answer)
+                extra = server.leftover()
+                if extra is not None:
+                    raise HookFailure(f"answered with more than one line: {extra!r}")
             except HookFailure as exc:
                 self._slot.stop(0.0)  # whatever it printed, it is no longer in step
                 self._failed(str(exc))
