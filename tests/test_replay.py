@@ -509,3 +509,46 @@ def test_long_session_shows_a_progress_bar_on_stderr_only(tmp_path: Path) -> Non
         env={"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"},
     )
     assert proc.returncode == 0 and "replaying" not in proc.stderr
+
+
+UNKNOWN_MODEL_HINT = "(`llm models` lists the installed ones)"
+
+
+# -- --model ----------------------------------------------------------------------
+
+
+def test_model_option_runs_the_compact_recipe_through_llm(project: Path) -> None:
+    pytest.importorskip("llm_echo")
+    data = replay_json(project, str(OUTCOMES), "--model", "echo")
+    assert data["summary"]["compactions"] == 1 and data["summary"]["warnings"] == 0
+
+    with Runtime(cwd=project) as rt:
+        player = Player(rt, load(OUTCOMES), registry=CallbackRegistry.default(rt.places, "echo"))
+        player.play()
+    summary = player.driver.messages[0].content
+    # llm-echo answers with the prompt it got: the conversation and the compact recipe.
+    assert '"prompt"' in summary and "Tidy the repo" in summary and "summar" in summary.lower()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (
+            ["--model", "no-such-model"],
+            {},
+            "kodelet: error: --model no-such-model: unknown model " + UNKNOWN_MODEL_HINT,
+        ),
+        (
+            [],
+            {"KODELET_MODEL": "no-such-model"},
+            "kodelet: error: KODELET_MODEL no-such-model: unknown model " + UNKNOWN_MODEL_HINT,
+        ),
+    ],
+)
+def test_unknown_model_is_refused_before_the_replay(
+    project: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    pytest.importorskip("llm")
+    proc = kodelet("--cwd", str(project), "replay", *args, env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [message]

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..recipes.callbacks import CallbackRegistry
+from ..recipes.callbacks import MODEL_ENV, CallbackRegistry
 from ..replay import report
 from ..replay.format import DEMO_NAME, RecordedSession, SessionFormatError, load, load_demo
 from ..replay.player import Player, Replay, Step
@@ -19,8 +19,24 @@ PROGRESS_AFTER = 300
 
 
 def _registry(runtime: Runtime, model: str | None) -> CallbackRegistry:
-    """The callback registry the compact recipe runs through (``--model`` picks its runner)."""
-    return CallbackRegistry.default(runtime.places, model=model, env=runtime.env)
+    """The callback registry the compact recipe runs through (``--model`` picks its runner).
+
+    A model that cannot be used is refused before the replay starts: found
+    only at the first compaction, it would surface as a warning halfway down
+    the timeline of a replay that otherwise "worked".
+    """
+    name = model or runtime.env.get(MODEL_ENV) or None
+    if name is not None:
+        flag = "--model" if model else MODEL_ENV
+        try:
+            import llm
+        except ImportError:
+            fail(f"{flag} {name}: needs the 'llm' package: pip install 'kodelet[llm]'", 2)
+        try:
+            llm.get_model(name)
+        except llm.UnknownModelError:
+            fail(f"{flag} {name}: unknown model (`llm models` lists the installed ones)", 2)
+    return CallbackRegistry.default(runtime.places, model=name, env=runtime.env)
 
 
 def _load(session: Path | None, from_claude: Path | None) -> tuple[str, RecordedSession]:

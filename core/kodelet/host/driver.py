@@ -11,8 +11,9 @@ step methods, when the model call is its own), and ``kodelet replay`` calls
 the step methods with a recorded session standing in for the model.
 
 The driver keeps the history a host keeps, as the seeds' ``Message`` list
-(role + text). Tool uses and tool results are rendered into that text (see
-:func:`assistant_text` and :func:`tool_result_text`) so hooks that read
+(role + text): one user message per message sent or follow-up, one assistant
+message per turn holding the response, each tool use and each tool result (see
+:func:`assistant_text` and :func:`tool_result_text`), so hooks that read
 ``messages`` see which tools ran, as ADR 025's ``lint_reminder`` expects.
 """
 
@@ -131,8 +132,12 @@ def assistant_text(response: str, tool_calls: Iterable[ToolCall] = ()) -> str:
 
 
 def tool_result_text(tool_user_id: str, output: StructuredToolResult) -> str:
-    """A tool result, sent back as a user message (as the Anthropic API does):
-    ``[tool_result NAME ID ok|error] RESULT-JSON``."""
+    """A tool result line, ``[tool_result NAME ID ok|error] RESULT-JSON``.
+
+    It joins the turn's assistant message rather than standing as a user
+    message of its own (where the Anthropic API puts it): in a role-and-text
+    history, a user message reads as something the user said, and a
+    summarizer would take tool output for the user's instructions."""
     status = "ok" if output.success else "error"
     body = json.dumps(converter.unstructure(output), ensure_ascii=False)
     return f"[tool_result {output.tool_name} {tool_user_id} {status}] {body}"
@@ -159,6 +164,7 @@ class Driver:
         registry: CallbackRegistry | None = None,
         save_conversation: Callable[[], None] | None = None,
         on_replace: Callable[[list[Message]], None] | None = None,
+        clock: Callable[[], str] = now_timestamp,
     ) -> None:
         self.session = session
         self.messages: list[Message] = list(messages)
@@ -169,6 +175,7 @@ class Driver:
         self.registry = registry
         self.save_conversation = save_conversation
         self.on_replace = on_replace
+        self.clock = clock
         self.turn_number = 0
         self.usage = UsageInfo(max_context_window=max_context_window)
         self.response = ""
@@ -186,6 +193,14 @@ class Driver:
     def add_user_message(self, text: str) -> None:
         """Append without hooks: what follow-ups use (the seeds' ``AddUserMessage``)."""
         self.messages.append(Message(role="user", content=text))
+
+    def _add_to_turn(self, line: str) -> None:
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last.role == "assistant":
+            text = f"{last.content}\n{line}" if last.content else line
+            self.messages[-1] = Message(role="assistant", content=text)
+        else:
+            self.messages.append(Message(role="assistant", content=line))
 
     def replace_messages(self, messages: Sequence[Message]) -> None:
         """Swap the history (what mutate and callback do); the tool records it described go too,
@@ -237,7 +252,7 @@ class Driver:
         """``before_tool_call`` → the tool (unless blocked) → ``after_tool_call``.
 
         A blocked call does not run; its output is :func:`blocked_tool_result`
-        (stamped with ``timestamp``, default now), and ``after_tool_call`` still
+        (stamped with ``timestamp``, default the driver's ``clock``), and ``after_tool_call`` still
         fires with it, as in the seeds. ``run`` gets the possibly rewritten input.
         """
         original = dict(tool_input)
@@ -248,13 +263,17 @@ class Driver:
         after = self.session.after_tool_call(name, used, output, tool_user_id)
         return self._called(name, tool_user_id, used, output, before, after)
 
-    @staticmethod
     def _planned(
-        name: str, original: dict[str, Any], before: BeforeToolCallResult, timestamp: str | None
+        self,
+        name: str,
+        original: dict[str, Any],
+        before: BeforeToolCallResult,
+        timestamp: str | None,
     ) -> tuple[dict[str, Any], StructuredToolResult | None]:
         """The input to run with, and the output already decided (a block) or None."""
         if before.blocked:
-            return original, blocked_tool_result(name, before.reason, timestamp)
+            stamp = timestamp if timestamp is not None else self.clock()
+            return original, blocked_tool_result(name, before.reason, stamp)
         return (dict(before.input) if before.input is not None else original), None
 
     def _called(
@@ -268,7 +287,7 @@ class Driver:
     ) -> ToolOutcome:
         final = after.output if after.output is not None else output
         self.tools_used = True
-        self.messages.append(Message(role="user", content=tool_result_text(tool_user_id, final)))
+        self._add_to_turn(tool_result_text(tool_user_id, final))
         self.tool_records.append(
             ToolRecord(tool_name=name, tool_input=used, success=final.success, error=final.error)
         )
