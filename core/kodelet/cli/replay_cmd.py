@@ -79,6 +79,7 @@ def replay(
     ctx: typer.Context,
     session: Path = typer.Argument(
         None,
+        metavar="SESSION",
         help="A recorded session (JSON, see docs/REPLAY.md). Default: the shipped demo.",
         show_default=False,
     ),
@@ -86,6 +87,7 @@ def replay(
     model: str = typer.Option(
         None,
         "--model",
+        metavar="MODEL",
         help="Model for recipe callbacks such as compact (default: "
         "$KODELET_MODEL, else the offline summarizer).",
         show_default=False,
@@ -93,6 +95,7 @@ def replay(
     from_claude: Path = typer.Option(
         None,
         "--from-claude",
+        metavar="FILE",
         help="Import a Claude Code transcript (.jsonl) and replay it.",
         show_default=False,
     ),

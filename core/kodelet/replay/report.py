@@ -118,7 +118,7 @@ def to_json(replay: Replay) -> dict[str, Any]:
 
 
 def _time(seconds: float) -> str:
-    return f"{seconds * 1000:.1f} ms"
+    return f"{seconds * 1000:.2f} ms"
 
 
 def timeline_table(replay: Replay) -> Table:
