@@ -251,10 +251,10 @@ class Player:
     def _applied(self, applied: Applied, before: int) -> list[Effect]:
         effects: list[Effect] = []
         if applied.messages is not None:
-            after = len(self.driver.messages)
+            after = len(applied.messages)
             what = "mutate" if applied.action == "mutate" else "callback"
             effects.append(Effect(kind="compacted", detail=f"{what}: {before} messages → {after}"))
-            freed = self.driver.usage.current_context_window - estimate_tokens(self.driver.messages)
+            freed = self.driver.usage.current_context_window - estimate_tokens(applied.messages)
             self._freed += max(freed, 0)
         if applied.warning:
             effects.append(Effect(kind="warning", detail=shorten(applied.warning)))
