@@ -302,7 +302,10 @@ def test_config_show_json_names_sources(project: Path, kodelet_home: Path) -> No
 
 
 def test_config_show_table_for_people(project: Path) -> None:
-    loc = write_config(project / ".kodelet", "[hooks]\ntimeout = 4\n[plugin.audit]\nlevel = 'x'\n")
+    loc = write_config(
+        project / ".kodelet",
+        "[hooks]\ntimeout = 4\n[hooks.\"g\"]\nenabled = false\n[plugin.audit]\nlevel = 'x'\n",
+    )
     res = cli("config", "show", cwd=project)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
@@ -310,6 +313,8 @@ def test_config_show_table_for_people(project: Path) -> None:
     assert ["hooks.timeout", "4", str(loc)] in [line.split() for line in lines]
     assert ["plugin.audit.level", '"x"', str(loc)] in [line.split() for line in lines]
     assert ["no_hooks", "false", "default"] in [line.split() for line in lines]
+    assert ['hooks."g".enabled', "false", str(loc)] in [line.split() for line in lines]
+    assert ['hooks."g".timeout', "(unset)", "default"] in [line.split() for line in lines]
     assert f"# local file: {loc}" in lines
 
 

@@ -17,6 +17,8 @@ app = typer.Typer(help="Show the effective configuration.", no_args_is_help=True
 
 def _shown(value: Any) -> str:
     """Values as TOML would spell them, so users can paste them back into config.toml."""
+    if value is None:
+        return "(unset)"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
