@@ -369,3 +369,23 @@ def test_hookkit_rejects_unknown_commands(tmp_path: Path) -> None:
     path = write_hook(tmp_path, "kit", hook_source("user_message_send"))
     out = subprocess.run([str(path), "frobnicate"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_dispatch_results_behave_like_plain_dispatches(project: Path) -> None:
+    import pickle
+
+    import attrs
+
+    write_hook(project / ".kodelet" / "hooks", "kit", hook_source("user_message_send"))
+    with Runtime(cwd=project, entry_points=False) as rt:
+        payload = PAYLOADS["user_message_send"][1]
+        sync, async_ = rt.dispatch(payload), asyncio.run(rt.adispatch(payload))
+    plain = Dispatch(sync.event, sync.result, sync.trace)
+    assert isinstance(sync, Dispatch)
+    assert plain == sync and sync == plain
+    assert (sync != plain) is False
+    assert [r.name for r in sync.trace] == [r.name for r in async_.trace] == ["kit"]
+    assert pickle.loads(pickle.dumps(sync)) == plain
+    assert attrs.evolve(sync, result=None).result is None
+    assert repr(sync) == repr(plain)
+    assert attrs.asdict(sync, recurse=False)["trace"] == plain.trace

@@ -11,9 +11,10 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import operator
 import os
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,7 @@ class Runtime:
         self.discovered: list[DiscoveredHook] = []
         self._sources: dict[str, Source] = {}
         self._order: dict[Event, list[HookEntry]] = {}
+        self._plans: dict[Event, tuple[list[HookEntry], list[_Step]]] = {}
         self._disabled = set(disabled) | set(self.config.disabled_plugins)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -246,22 +248,32 @@ class Runtime:
             raise RuntimeError("runtime is closed")
         return reducer_for(payload), self.hooks(payload.EVENT)
 
-    def _settle(self, red: Reducer, entry: HookEntry, raw: Any, started: float) -> TraceRecord:
-        duration = time.perf_counter() - started
+    def _plan(self, event: Event) -> list[_Step]:
+        """The event's call order, unpacked once into what the dispatch loop needs per hook."""
+        entries = self.hooks(event)
+        held = self._plans.get(event)
+        if held is None or held[0] is not entries:
+            steps: list[_Step] = []
+            for e in entries:
+                names = tuple(e.impl.argnames)
+                get = operator.attrgetter(*names) if names else None
+                steps.append((e, e.name, e.source, e.impl.function, get, len(names), e.executable))
+            held = self._plans[event] = (entries, steps)
+        return held[1]
+
+    def _settled(self, red: Reducer, entry: HookEntry, raw: Any, duration: float) -> _Raw:
         event = red.payload.EVENT
         try:
             result = coerce_result(event, raw)
         except ValueError as exc:
-            return self._fail(red, entry, exc, started)
+            return self._failed(red, entry, exc, duration)
         outcome, detail = red.add(entry.name, result)
         if duration > self.slow_after and entry.executable is None:
             log.warning("hook %s is slow: %.2fs on %s", entry.name, duration, event.value)
             detail = f"slow: {duration:.2f}s" + (f"; {detail}" if detail else "")
-        return TraceRecord(event=event, name=entry.name, source=entry.source, outcome=outcome,
-                           duration=duration, detail=detail)
+        return (entry.name, entry.source, outcome, duration, None, detail)
 
-    def _fail(self, red: Reducer, entry: HookEntry, exc: BaseException, started: float) -> TraceRecord:
-        duration = time.perf_counter() - started
+    def _failed(self, red: Reducer, entry: HookEntry, exc: BaseException, duration: float) -> _Raw:
         event = red.payload.EVENT
         why = _describe(exc)
         log.warning("hook %s failed on %s: %s", entry.name, event.value, why)
@@ -269,83 +281,109 @@ class Runtime:
         if entry.fail_closed and event.blocking:
             red.fail_closed(entry.name, why)
             detail = "fail-closed: blocked"
-        return TraceRecord(event=event, name=entry.name, source=entry.source, outcome=Outcome.ERROR,
-                           duration=duration, error=why, detail=detail)
+        return (entry.name, entry.source, Outcome.ERROR, duration, why, detail)
 
-    # The caches hold the payload itself: an id() alone could be reused by a later
-    # rewritten payload once the earlier one is freed, handing a hook stale input.
-    @staticmethod
-    def _native_args(entry: HookEntry, payload: BasePayload, cache: dict[str, Any]) -> list[Any]:
-        held = cache.get("args")
-        if held is None or held[0] is not payload:
-            held = cache["args"] = (
-                payload,
-                {"event": payload.EVENT, **attrs.asdict(payload, recurse=False)},
-            )
-        kwargs = held[1]
-        return [kwargs[a] for a in entry.impl.argnames]
+    def _settle(self, red: Reducer, entry: HookEntry, raw: Any, started: float) -> TraceRecord:
+        raw_record = self._settled(red, entry, raw, time.perf_counter() - started)
+        return _record(red.payload.EVENT, raw_record)
 
-    @staticmethod
-    def _wire(payload: BasePayload, cache: dict[str, Any]) -> dict[str, Any]:
-        held = cache.get("wire")
-        if held is None or held[0] is not payload:
-            held = cache["wire"] = (payload, payload_to_wire(payload))
-        wire: dict[str, Any] = held[1]
-        return wire
+    def _fail(self, red: Reducer, entry: HookEntry, exc: BaseException, started: float) -> TraceRecord:
+        raw_record = self._failed(red, entry, exc, time.perf_counter() - started)
+        return _record(red.payload.EVENT, raw_record)
 
+    # The hot path. Per hook it does what pluggy's own loop does (gather the
+    # arguments, call) plus one clock read and one tuple for the trace; the
+    # TraceRecord objects are built only when someone reads ``Dispatch.trace``.
+    # A hook answering None is "no action" for every event's reducer, so that
+    # common case skips conversion and merging. Each hook's duration runs from
+    # the end of the previous hook to the end of its own call.
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
-        red, entries = self._start(payload)
-        records: list[TraceRecord] = []
-        args_cache: dict[str, Any] = {}
-        wire_cache: dict[str, Any] = {}
-        for entry in entries:
-            started = time.perf_counter()
+        if self._closed:
+            raise RuntimeError("runtime is closed")
+        red = reducer_for(payload)
+        records: list[_Raw] = []
+        append = records.append
+        current = payload
+        wire: dict[str, Any] = {}
+        wire_of: BasePayload | None = None
+        slow_after = self.slow_after
+        clock = time.perf_counter
+        started = clock()
+        for entry, name, source, function, get, nargs, exe in self._plan(payload.EVENT):
             try:
-                if entry.executable is not None:
-                    raw = entry.executable.run(self._wire(red.payload, wire_cache), timeout=entry.timeout)
-                else:
-                    raw = entry.impl.function(*self._native_args(entry, red.payload, args_cache))
-                    if inspect.iscoroutine(raw):
+                if exe is None:
+                    if nargs == 1:
+                        raw = function(get(current))  # type: ignore[misc]
+                    elif nargs:
+                        raw = function(*get(current))  # type: ignore[misc]
+                    else:
+                        raw = function()
+                    if raw is not None and inspect.iscoroutine(raw):
                         raw = self._run_coroutine(_bounded(raw, entry.timeout))
+                else:
+                    if wire_of is not current:
+                        wire, wire_of = payload_to_wire(current), current
+                    raw = exe.run(wire, timeout=entry.timeout)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:
-                records.append(self._fail(red, entry, exc, started))
+                now = clock()
+                append(self._failed(red, entry, exc, now - started))
             else:
-                records.append(self._settle(red, entry, raw, started))
+                now = clock()
+                if raw is None and (exe is not None or now - started <= slow_after):
+                    append((name, source, _NO_ACTION, now - started, None, None))
+                    started = now
+                    continue
+                append(self._settled(red, entry, raw, now - started))
+            started = now
+            current = red.payload
             if red.stopped:
                 break
-        return Dispatch(payload.EVENT, red.merged(), tuple(records))
+        return _Dispatched(payload.EVENT, red.merged(), records)
 
     async def adispatch(self, payload: BasePayload) -> Dispatch:
         """The async twin of :meth:`dispatch`: same policy, asyncio subprocesses."""
-        red, entries = self._start(payload)
-        records: list[TraceRecord] = []
-        args_cache: dict[str, Any] = {}
-        wire_cache: dict[str, Any] = {}
-        for entry in entries:
-            started = time.perf_counter()
+        if self._closed:
+            raise RuntimeError("runtime is closed")
+        red = reducer_for(payload)
+        records: list[_Raw] = []
+        current = payload
+        wire: dict[str, Any] = {}
+        wire_of: BasePayload | None = None
+        clock = time.perf_counter
+        started = clock()
+        for entry, _name, _source, function, get, nargs, exe in self._plan(payload.EVENT):
             try:
-                if entry.executable is not None:
-                    raw = await entry.executable.arun(
-                        self._wire(red.payload, wire_cache), timeout=entry.timeout
-                    )
-                else:
-                    raw = entry.impl.function(*self._native_args(entry, red.payload, args_cache))
-                    if inspect.iscoroutine(raw):
+                if exe is None:
+                    if nargs == 1:
+                        raw = function(get(current))  # type: ignore[misc]
+                    elif nargs:
+                        raw = function(*get(current))  # type: ignore[misc]
+                    else:
+                        raw = function()
+                    if raw is not None and inspect.iscoroutine(raw):
                         raw = await _bounded(raw, entry.timeout)
+                else:
+                    if wire_of is not current:
+                        wire, wire_of = payload_to_wire(current), current
+                    raw = await exe.arun(wire, timeout=entry.timeout)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:
                 if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
                     raise
-                records.append(self._fail(red, entry, exc, started))
+                now = clock()
+                records.append(self._failed(red, entry, exc, now - started))
             else:
-                records.append(self._settle(red, entry, raw, started))
+                now = clock()
+                records.append(self._settled(red, entry, raw, now - started))
+            started = now
+            current = red.payload
             if red.stopped:
                 break
-        return Dispatch(payload.EVENT, red.merged(), tuple(records))
+        return _Dispatched(payload.EVENT, red.merged(), records)
 
     def dispatch_wire(self, event: Event, data: Mapping[str, Any]) -> Dispatch:
         """Dispatch a payload given as wire JSON; ``ValueError`` names a bad field."""
@@ -387,6 +425,75 @@ class Runtime:
     @property
     def cwd(self) -> Path:
         return self.places.cwd
+
+
+_NO_ACTION = Outcome.NO_ACTION
+# (name, source, outcome, duration, error, detail): a TraceRecord not yet built.
+_Raw = tuple[str, Source, Outcome, float, str | None, str | None]
+_Step = tuple[
+    HookEntry, str, Source, Callable[..., Any], Callable[[Any], Any] | None, int,
+    ExecutableHook | None,
+]
+
+
+def _record(event: Event, raw: _Raw) -> TraceRecord:
+    name, source, outcome, duration, error, detail = raw
+    return TraceRecord(event=event, name=name, source=source, outcome=outcome,
+                       duration=duration, error=error, detail=detail)
+
+
+class _Dispatched(Dispatch):
+    """A :class:`Dispatch` whose TraceRecords are built when ``trace`` is first read.
+
+    Every hook is recorded as it runs (a plain tuple); turning those into
+    TraceRecord objects costs more than calling a small native hook, so a host
+    that never looks at the trace does not pay for it. Compares, hashes,
+    pickles and prints like the plain Dispatch it stands for.
+    """
+
+    __slots__ = ("_built", "_raw")
+    _built: tuple[TraceRecord, ...] | None
+    _raw: list[_Raw] | None
+
+    def __init__(
+        self,
+        event: Event,
+        result: Any,
+        raw: list[_Raw] | None = None,
+        trace: tuple[TraceRecord, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "_raw", raw)
+        object.__setattr__(self, "_built", None if raw is not None else tuple(trace))
+
+    @property
+    def trace(self) -> tuple[TraceRecord, ...]:
+        built: tuple[TraceRecord, ...] | None = self._built
+        if built is None:
+            event = self.event
+            built = tuple(_record(event, r) for r in self._raw or ())
+            object.__setattr__(self, "_built", built)
+            object.__setattr__(self, "_raw", None)
+        return built
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dispatch):
+            return NotImplemented
+        return (self.event, self.result, self.trace) == (other.event, other.result, other.trace)
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash((self.event, self.result, self.trace))
+
+    def __repr__(self) -> str:
+        return f"Dispatch(event={self.event!r}, result={self.result!r}, trace={self.trace!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Dispatch, (self.event, self.result, self.trace))
 
 
 async def _bounded(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
