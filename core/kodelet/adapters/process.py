@@ -68,6 +68,26 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """``proc.wait(timeout)``, woken by the exit itself: ``Popen.wait`` with a timeout
+    polls with sleeps that grow to 50 ms, which would add milliseconds to every hook."""
+    if proc.poll() is not None:
+        return
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        proc.wait(timeout=timeout)
+        return
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            if not sel.select(timeout):
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+    finally:
+        os.close(fd)
+    proc.wait()
+
+
 def _spawn_error(argv: Sequence[str], exc: OSError) -> SpawnError:
     return SpawnError(exc.errno, f"cannot run {argv[0]}: {exc.strerror or exc}")
 
@@ -155,7 +175,10 @@ def run_process(
             _kill_group(proc.pid)
         remaining = max(0.0, deadline - time.monotonic())
         try:
-            proc.wait(timeout=remaining if not (timed_out or overflow) else None)
+            if timed_out or overflow:
+                proc.wait()
+            else:
+                _wait_exit(proc, remaining)
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc.pid)
