@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -49,7 +50,8 @@ def _key_of(st: os.stat_result) -> list[int]:
 
 
 class DiscoveryCache:
-    """A query function for :func:`discover` that answers from disk when it can.
+    """A query function for :func:`discover` that answers from disk when it can
+    (one instance per discovery: it remembers directories' real paths).
 
     Thread-safe: :func:`discover` queries hooks from a thread pool.
     """
@@ -63,6 +65,7 @@ class DiscoveryCache:
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
         self._dirty = False
+        self._dirs: dict[str, str] = {}  # directory -> its real path, for this discovery
         self.hits = 0
         self.misses = 0
         self._load()
@@ -95,8 +98,17 @@ class DiscoveryCache:
 
     def lookup(self, path: Path) -> tuple[str, list[int], Answer | None]:
         """(real path, stat key, cached answer or None); ``OSError`` if the file is gone."""
-        real = os.path.realpath(path)
-        key = _key_of(os.stat(real))
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            real = os.path.realpath(path)
+            st = os.stat(real)
+        else:
+            parent, name = os.path.split(path)
+            real_parent = self._dirs.get(parent)
+            if real_parent is None:
+                real_parent = self._dirs[parent] = os.path.realpath(parent)
+            real = os.path.join(real_parent, name)
+        key = _key_of(st)
         with self._lock:
             entry = self._entries.get(real)
         if entry is not None and entry.get("stat") == key:

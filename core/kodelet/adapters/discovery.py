@@ -14,6 +14,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -81,39 +82,75 @@ def shown(text: str | Path) -> str:
     return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
-def _chain_problem(path: Path, root: Path, me: int, *, sticky_ok: bool) -> str | None:
+_Memo = dict[tuple[Path, Path, bool], "str | None"]
+
+
+def _chain_problem(
+    path: Path, root: Path, me: int, *, sticky_ok: bool, memo: _Memo | None = None
+) -> str | None:
+    """The first unsafe component from ``path`` up to ``root``; ``memo`` remembers each
+    directory's answer, so many files in one directory cost one ``stat`` each."""
     current = path
+    visited: list[Path] = []
+    found: str | None = None
     while True:
+        if memo is not None and current != path:
+            key = (current, root, sticky_ok)
+            if key in memo:
+                found = memo[key]
+                break
+            visited.append(current)
         try:
             st = current.stat()
         except OSError as exc:
-            return f"cannot stat {shown(current)}: {exc.strerror}"
+            found = f"cannot stat {shown(current)}: {exc.strerror}"
+            break
         writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
         # Outside the root, a sticky directory (/tmp) lets nobody replace our entries.
         if writable and not (sticky_ok and current != path and st.st_mode & stat.S_ISVTX):
-            return f"{shown(current)} is group- or world-writable"
+            found = f"{shown(current)} is group- or world-writable"
+            break
         if st.st_uid not in (me, 0):
-            return f"{shown(current)} is owned by uid {st.st_uid}, not the current user or root"
+            found = f"{shown(current)} is owned by uid {st.st_uid}, not the current user or root"
+            break
         if current == root or current.parent == current:
-            return None
+            break
         current = current.parent
+    if memo is not None:
+        for directory in visited:
+            memo[(directory, root, sticky_ok)] = found
+    return found
 
 
-def _untrusted(path: Path, root: Path) -> str | None:
+def _realpath(path: Path, memo: dict[Path, Path] | None) -> Path:
+    if memo is None:
+        return Path(os.path.realpath(path))
+    real = memo.get(path)
+    if real is None:
+        real = memo[path] = Path(os.path.realpath(path))
+    return real
+
+
+def _untrusted(path: Path, root: Path, memo: dict[Any, Any] | None = None) -> str | None:
     """Why a file must not be run because someone else could have written it.
 
     A symlink is judged by where it leads too: the target and its directories
-    (up to the root if it stays inside, else up to ``/``) must be safe as well."""
+    (up to the root if it stays inside, else up to ``/``) must be safe as well.
+    ``memo`` (one per discovery) shares the directories' answers between files."""
     me = os.geteuid()
-    why = _chain_problem(path, root, me, sticky_ok=False)
+    why = _chain_problem(path, root, me, sticky_ok=False, memo=memo)
     if why:
         return why
-    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    real_root = _realpath(root, memo)
+    if memo is not None and not path.is_symlink():
+        real = _realpath(path.parent, memo) / path.name
+    else:
+        real = Path(os.path.realpath(path))
     if real == real_root / path.relative_to(root):
         return None
     inside = real.is_relative_to(real_root)
     top = real_root if inside else Path(real.anchor)
-    return _chain_problem(real, top, me, sticky_ok=not inside)
+    return _chain_problem(real, top, me, sticky_ok=not inside, memo=memo)
 
 
 def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredHook]]:
@@ -222,8 +259,9 @@ def discover(
 
     results: list[DiscoveredHook | None] = []
     pending: list[tuple[int, Candidate]] = []
+    memo: dict[Any, Any] = {}
     for cand, trust_root in todo:
-        why = _untrusted(cand.path, trust_root)
+        why = _untrusted(cand.path, trust_root, memo)
         if why:
             results.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
                                           reason=f"untrusted: {why}"))
