@@ -59,6 +59,13 @@ def soak(session: nox.Session) -> None:
 
 
 @nox.session(python=PY)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against same-run baselines; rewrites BENCHMARKS.md (a few minutes)."""
+    session.install("-e", ".")
+    session.run("python", "bench/run.py", "--output", "BENCHMARKS.md", *session.posargs)
+
+
+@nox.session(python=PY)
 def demo(session: nox.Session) -> None:
     session.install("-e", ".")
     session.run("kodelet", "replay")

@@ -1,0 +1,416 @@
+"""kodelet's benchmarks (``nox -s bench``): every figure is a ratio against a baseline
+timed in the same run (median of repeated, interleaved runs), written to BENCHMARKS.md.
+
+usage: python bench/run.py [--output BENCHMARKS.md] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pluggy
+from harness import Pair, compare, machine, median_time, ms, per_op, us, verdict, write_hook
+
+from kodelet import BeforeToolCallPayload, Runtime, hookimpl, hookspecs
+from kodelet.adapters.cache import DiscoveryCache
+from kodelet.adapters.discovery import DiscoveredHook, discover
+from kodelet.adapters.executable import ExecutableHook
+from kodelet.markers import PROJECT
+from kodelet.places import Places
+from kodelet.wire import payload_to_wire
+
+PY = sys.executable
+BASH_HOOK = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call;;
+  run) cat > /dev/null;;
+esac
+"""
+PY_HOOK = f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("before_tool_call")
+elif sys.argv[1] == "run":
+    payload = json.load(sys.stdin)
+    if "rm -rf" in payload["tool_input"].get("command", ""):
+        print(json.dumps({{"blocked": True, "reason": "no"}}))
+"""
+KIT_HOOK = f"""#!{PY}
+from kodelet import hookkit
+
+
+def check(payload):
+    if "rm -rf" in payload["tool_input"].get("command", ""):
+        return {{"blocked": True, "reason": "no"}}
+    return None
+
+
+hookkit.main("before_tool_call", check)
+"""
+PAYLOAD = BeforeToolCallPayload(
+    tool_name="bash", tool_input={"command": "ls -la"}, conv_id="c1", cwd="/tmp"
+)
+
+
+class Native:
+    """A typical observing hook: looks at the call, takes no action."""
+
+    @hookimpl
+    def before_tool_call(self, tool_name: str, tool_input: dict[str, Any]) -> None:
+        if tool_name == "rm":
+            raise AssertionError("never")
+
+
+class PerCallRuntime(Runtime):
+    def _make_executable(self, hook: DiscoveredHook) -> ExecutableHook:
+        return ExecutableHook.from_discovered(hook, default_cwd=str(self.places.cwd), env=self.env)
+
+
+def pluggy_kwargs() -> dict[str, Any]:
+    data = {a: getattr(PAYLOAD, a) for a in ("tool_name", "tool_input", "tool_user_id")}
+    data.update(
+        event=PAYLOAD.EVENT,
+        conv_id=PAYLOAD.conv_id,
+        cwd=PAYLOAD.cwd,
+        invoked_by=PAYLOAD.invoked_by,
+        recipe_name=PAYLOAD.recipe_name,
+    )
+    return data
+
+
+def project(root: Path, name: str) -> Path:
+    path = root / name
+    (path / ".kodelet" / "hooks").mkdir(parents=True)
+    return path
+
+
+# -- 1. native dispatch ---------------------------------------------------------------
+
+
+def native(scale: float) -> list[str]:
+    kwargs = pluggy_kwargs()
+    rows = []
+    headline: dict[str, Pair] = {}
+    for n in (1, 10, 100, 1000):
+        plugins = [Native() for _ in range(n)]
+        rt = Runtime(
+            entry_points=False,
+            builtins=False,
+            executables=False,
+            plugins=[(f"p{i}", p) for i, p in enumerate(plugins)],
+        )
+        pm = pluggy.PluginManager(PROJECT)
+        pm.add_hookspecs(hookspecs)
+        for i, p in enumerate(plugins):
+            pm.register(p, name=f"p{i}")
+        ops = max(20, int(20000 * scale / n))
+        caller = pm.hook.before_tool_call
+
+        def raw_pluggy(caller: Any = caller) -> Any:
+            return caller(**kwargs)
+
+        def dispatch(rt: Runtime = rt) -> Any:
+            return rt.dispatch(PAYLOAD)
+
+        def with_trace(rt: Runtime = rt) -> Any:
+            return rt.dispatch(PAYLOAD).trace
+
+        pair = compare(dispatch, raw_pluggy, ops=ops, runs=15)
+        traced = compare(with_trace, raw_pluggy, ops=ops, runs=7)
+        rows.append((n, pair, traced))
+        if n == 10:
+            headline = {"dispatch": pair, "trace": traced}
+        rt.close()
+    ten = headline["dispatch"]
+    out = [
+        "## 1. Native dispatch",
+        "",
+        "`Runtime.dispatch` of a before_tool_call payload to N native impls (each looks at "
+        "`tool_name`, takes no action) vs calling the same impls through raw pluggy, "
+        "`pm.hook.before_tool_call(**kwargs)`.",
+        "",
+        f"**10 impls: {ten.ratio:.2f}× raw pluggy** ({us(ten.subject)} vs {us(ten.baseline)}); "
+        f"target ≤ 1.5×: {verdict(ten.ratio <= 1.5)}. "
+        f"Reading the trace as well (building its 10 TraceRecords): "
+        f"{headline['trace'].ratio:.2f}×.",
+        "",
+        "| impls | dispatch | raw pluggy | ratio | with trace read | µs per impl (marginal) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    base = rows[0][1].subject
+    for n, pair, traced in rows:
+        marginal = "" if n == 1 else f"{(pair.subject - base) / (n - 1) * 1e6:.3f}"
+        out.append(
+            f"| {n} | {us(pair.subject)} | {us(pair.baseline)} | {pair.ratio:.2f}× | "
+            f"{traced.ratio:.2f}× | {marginal} |"
+        )
+    per_100 = (rows[2][1].subject - base) / 99
+    per_1000 = (rows[3][1].subject - base) / 999
+    out += [
+        "",
+        f"Growth is linear: the marginal cost per impl is {per_100 * 1e6:.3f} µs between 1 and "
+        f"100 impls and {per_1000 * 1e6:.3f} µs between 1 and 1000 "
+        f"({per_1000 / per_100:.2f}× of it).",
+        "",
+    ]
+    return out
+
+
+# -- 2. executable dispatch -----------------------------------------------------------
+
+
+def executables(root: Path, scale: float) -> list[str]:
+    wire = json.dumps(payload_to_wire(PAYLOAD)).encode()
+    out = [
+        "## 2. Executable dispatch (per call)",
+        "",
+        "One hook in `.kodelet/hooks`, spawned per call, dispatched through the runtime vs "
+        '`subprocess.run([exe, "run"], input=payload)` of the same file.',
+        "",
+        "| hook | dispatch | subprocess.run | ratio | target ≤ 1.10× |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, text in (("bash", BASH_HOOK), ("python", PY_HOOK)):
+        proj = project(root, f"exe-{label}")
+        path = write_hook(proj / ".kodelet" / "hooks", "hook", text)
+        with Runtime(cwd=proj, entry_points=False, builtins=False) as rt:
+            assert len(rt.executables()) == 1
+
+            def dispatch(rt: Runtime = rt) -> Any:
+                return rt.dispatch(PAYLOAD)
+
+            def baseline(path: Path = path) -> Any:
+                return subprocess.run([str(path), "run"], input=wire, capture_output=True)
+
+            pair = compare(dispatch, baseline, ops=max(3, int(10 * scale)), runs=9)
+        out.append(
+            f"| {label} | {ms(pair.subject)} | {ms(pair.baseline)} | {pair.ratio:.2f}× | "
+            f"{verdict(pair.ratio <= 1.10)} |"
+        )
+    out.append("")
+    return out
+
+
+# -- 3. discovery ---------------------------------------------------------------------
+
+
+def discovery(root: Path, scale: float) -> list[str]:
+    proj = project(root, "discovery")
+    hooks = [write_hook(proj / ".kodelet" / "hooks", f"h{i:02}", BASH_HOOK) for i in range(50)]
+    places = Places.resolve(proj, root / "home-discovery")
+    cache_dir = root / "discovery-cache"
+    runs = max(3, int(7 * scale))
+
+    def sequential() -> Any:
+        return [subprocess.run([str(h), "hook"], capture_output=True).stdout for h in hooks]
+
+    def cold() -> Any:
+        cache = DiscoveryCache(root / f"cold-{time.monotonic_ns()}")
+        found = discover(places, query=cache)
+        cache.save()
+        return found
+
+    def warm() -> Any:
+        cache = DiscoveryCache(cache_dir)
+        found = discover(places, query=cache)
+        cache.save()
+        assert cache.misses == 0
+        return found
+
+    seeded = DiscoveryCache(cache_dir)
+    assert all(h.status == "active" for h in discover(places, query=seeded))
+    seeded.save()
+    base: list[float] = []
+    cold_t: list[float] = []
+    warm_t: list[float] = []
+    for _ in range(runs):
+        base.append(per_op(sequential, 1))
+        cold_t.append(per_op(cold, 1))
+        warm_t.append(per_op(warm, 5))
+    b, c, w = (statistics.median(x) for x in (base, cold_t, warm_t))
+    return [
+        "## 3. Discovery of 50 executable hooks",
+        "",
+        "50 bash hooks (the cheapest kind to ask, so the hardest case for the ratios). "
+        "Baseline: asking `hook` one file after another, as the seeds' Go code does "
+        f"({ms(b)}).",
+        "",
+        "| discovery | time | vs sequential | target |",
+        "|---|---:|---:|---|",
+        f"| cold (queried in parallel, cache written) | {ms(c)} | {c / b:.3f}× | "
+        f"≤ 0.6×: {verdict(c / b <= 0.6)} |",
+        f"| warm (discovery cache, nothing spawned) | {ms(w)} | {w / b:.4f}× | "
+        f"≤ 0.02×: {verdict(w / b <= 0.02)} |",
+        "",
+    ]
+
+
+# -- 4. persistent hooks --------------------------------------------------------------
+
+
+def persistent(root: Path, scale: float) -> list[str]:
+    proj = project(root, "persistent")
+    write_hook(proj / ".kodelet" / "hooks", "kit", KIT_HOOK)
+    kept = Runtime(cwd=proj, entry_points=False, builtins=False)
+    spawned = PerCallRuntime(cwd=proj, entry_points=False, builtins=False)
+    with kept, spawned:
+        kept.dispatch(PAYLOAD)
+
+        def fast(rt: Runtime = kept) -> Any:
+            return rt.dispatch(PAYLOAD)
+
+        def slow(rt: Runtime = spawned) -> Any:
+            return rt.dispatch(PAYLOAD)
+
+        pair = compare(fast, slow, ops=max(50, int(500 * scale)), runs=7,
+                       baseline_ops=max(3, int(10 * scale)))
+
+        async def many(n: int) -> None:
+            for _ in range(n):
+                await kept.adispatch(PAYLOAD)
+
+        n_async = max(50, int(300 * scale))
+        async_t = median_time(lambda: asyncio.run(many(n_async)), 5) / n_async
+    speedup = 1 / pair.ratio
+    return [
+        "## 4. Persistent executable hooks",
+        "",
+        "One Python hook written with `kodelet.hookkit`, so the same file speaks both "
+        "protocols: kept running (`serve`, one JSON line per event) vs spawned per call "
+        "(`run`).",
+        "",
+        "| mode | per event | vs per call |",
+        "|---|---:|---:|",
+        f"| per call (`run`) | {ms(pair.baseline)} | 1× |",
+        f"| persistent, `dispatch` | {us(pair.subject)} | {speedup:,.0f}× faster |",
+        f"| persistent, `adispatch` | {us(async_t)} | {pair.baseline / async_t:,.0f}× faster |",
+        "",
+        f"Target ≥ 50× faster per event: {verdict(speedup >= 50)}.",
+        "",
+    ]
+
+
+# -- 5. start-up ----------------------------------------------------------------------
+
+
+def startup(root: Path, scale: float) -> list[str]:
+    runs = max(3, int(9 * scale))
+    empty = project(root, "cli")
+    env = {**os.environ}
+    argv = [PY, "-m", "kodelet", "--cwd", str(empty), "hooks", "run", "before_tool_call",
+            "--payload", "-"]
+    data = json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}).encode()
+    probe = subprocess.run(argv, input=data, capture_output=True, env=env)
+    out = [
+        "## 5. Start-up",
+        "",
+    ]
+    if probe.returncode == 0:
+        pair = compare(
+            lambda: subprocess.run(argv, input=data, capture_output=True, env=env),
+            lambda: subprocess.run([PY, "-c", "pass"], capture_output=True, env=env),
+            ops=1,
+            runs=runs,
+        )
+        out += [
+            "`kodelet hooks run before_tool_call` end to end (no hooks installed, payload on "
+            f"stdin) vs `python -c pass`: {ms(pair.subject)} vs {ms(pair.baseline)}, "
+            f"**{pair.ratio:.1f}×**.",
+            "",
+        ]
+    else:
+        why = probe.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        out += [f"`kodelet hooks run` could not be timed: {why}", ""]
+
+    proj = project(root, "construct")
+    for i in range(20):
+        write_hook(proj / ".kodelet" / "hooks", f"h{i:02}", BASH_HOOK)
+    natives = [(f"native{i}", Native()) for i in range(20)]
+    hooks = sorted((proj / ".kodelet" / "hooks").iterdir())
+
+    def construct() -> Any:
+        Runtime(cwd=proj, entry_points=False, plugins=natives).close()
+
+    def construct_cold() -> Any:
+        env = {**os.environ, "KODELET_NO_CACHE": "1"}
+        Runtime(cwd=proj, entry_points=False, plugins=natives, env=env).close()
+
+    def seeds_startup() -> Any:
+        pm = pluggy.PluginManager(PROJECT)
+        pm.add_hookspecs(hookspecs)
+        for name, plugin in natives:
+            pm.register(plugin, name=name)
+        return [subprocess.run([str(h), "hook"], capture_output=True).stdout for h in hooks]
+
+    construct()  # fills the discovery cache
+    base = median_time(seeds_startup, runs)
+    warm = median_time(construct, runs, ops=3)
+    cold = median_time(construct_cold, runs)
+    out += [
+        "Runtime construction with 20 native plugins and 20 executable hooks, vs the "
+        "seeds' start-up (registering the 20 natives with a bare pluggy manager and asking "
+        f"the 20 executables `hook` one after another: {ms(base)}):",
+        "",
+        "| construction | time | vs seeds' start-up |",
+        "|---|---:|---:|",
+        f"| warm discovery cache | {ms(warm)} | {warm / base:.3f}× |",
+        f"| no cache (`KODELET_NO_CACHE=1`) | {ms(cold)} | {cold / base:.3f}× |",
+        "",
+    ]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--output", default="BENCHMARKS.md")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    args = parser.parse_args()
+    scale = 0.2 if args.quick else 1.0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kodelet-bench-") as tmp:
+        root = Path(tmp).resolve()
+        os.environ["HOME"] = str(root / "home")
+        os.environ["KODELET_HOME"] = str(root / "home" / ".kodelet")
+        for var in ("KODELET_NO_HOOKS", "KODELET_NO_CACHE", "KODELET_HOOK_TIMEOUT"):
+            os.environ.pop(var, None)
+        sections: list[str] = []
+        for name, bench in (
+            ("native dispatch", lambda: native(scale)),
+            ("executable dispatch", lambda: executables(root, scale)),
+            ("discovery", lambda: discovery(root, scale)),
+            ("persistent hooks", lambda: persistent(root, scale)),
+            ("start-up", lambda: startup(root, scale)),
+        ):
+            t = time.monotonic()
+            sections += bench()
+            print(f"bench: {name}: {time.monotonic() - t:.1f}s", file=sys.stderr)
+    text = "\n".join(
+        [
+            "# Benchmarks",
+            "",
+            "Written by `nox -s bench` (bench/run.py). Every figure is compared with a "
+            "baseline timed in the same run on the same machine; times are medians of "
+            "repeated runs, subject and baseline interleaved.",
+            "",
+            *machine(),
+            f"- total bench time: {time.monotonic() - started:.0f}s",
+            "",
+            *sections,
+        ]
+    )
+    Path(args.output).write_text(text.rstrip() + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
