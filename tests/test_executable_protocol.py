@@ -564,7 +564,7 @@ def test_timeout_kills_backgrounded_grandchild(project: Path, mode: str) -> None
         start = time.monotonic()
         d = dispatch(rt, payload_for(Event.USER_MESSAGE_SEND, project), mode)
         elapsed = time.monotonic() - start
-    assert SHORT <= elapsed < SHORT + 1.5
+    assert SHORT <= elapsed < SHORT + 2.0
     assert d.result.blocked and d.result.reason == "b"
     assert summary(d)[0] == ("a-hang", Outcome.ERROR, f"timed out after {SHORT:g}s")
     assert_nothing_left(token)
@@ -580,11 +580,11 @@ def test_finished_hook_is_not_held_by_its_leftover_child(project: Path, mode: st
         "user_message_send",
         'cat >/dev/null\necho \'{"blocked": true, "reason": "answered"}\'\nsleep 600 &\nexit 0',
     )
-    with make_runtime(project, timeout=3.0, env=token_env(token)) as rt:
+    with make_runtime(project, timeout=TIMEOUT, env=token_env(token)) as rt:
         start = time.monotonic()
         d = dispatch(rt, payload_for(Event.USER_MESSAGE_SEND, project), mode)
         elapsed = time.monotonic() - start
-    assert elapsed < 1.5
+    assert elapsed < TIMEOUT / 2
     assert d.result.blocked and d.result.reason == "answered"
     assert summary(d) == [("bg", Outcome.BLOCKED, None)]
     assert_nothing_left(token)
@@ -601,7 +601,7 @@ def test_timeout_from_environment(
         start = time.monotonic()
         d = dispatch(rt, payload_for(Event.AGENT_STOP, project), mode)
         elapsed = time.monotonic() - start
-    assert elapsed < 2.0
+    assert elapsed < 2.5
     assert summary(d) == [("slow", Outcome.ERROR, "timed out after 0.5s")]
     assert_nothing_left(token)
 
@@ -623,7 +623,7 @@ def test_large_payload_to_hook_that_never_reads_stdin(
         start = time.monotonic()
         d = dispatch(rt, big_payload, mode)
         elapsed = time.monotonic() - start
-    assert elapsed < 3.0
+    assert elapsed < TIMEOUT - 0.5
     assert d.result.blocked and d.result.reason == "never read it"
 
 
@@ -655,7 +655,7 @@ def test_huge_output_is_a_failure_not_a_memory_blow_up(project: Path, mode: str)
         start = time.monotonic()
         d = dispatch(rt, payload_for(Event.AGENT_STOP, project), mode)
         elapsed = time.monotonic() - start
-    assert elapsed < 3.0
+    assert elapsed < TIMEOUT - 0.5
     assert d.result == AgentStopResult(follow_up_messages=["ok"])
     assert summary(d)[0] == ("a-flood", Outcome.ERROR, f"output exceeded {STDOUT_CAP} bytes")
     # Killed once over the cap: the hook never got to write the other 49 MiB.
