@@ -13,6 +13,8 @@ from pathlib import Path
 
 import attrs
 
+X = "\N{MULTIPLICATION SIGN}"
+
 
 @attrs.frozen
 class Pair:

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
-from harness import Pair, compare, machine, median_time, ms, per_op, us, verdict, write_hook
-
+from harness import Pair, X, compare, machine, median_time, ms, per_op, us, verdict, write_hook
 from kodelet import BeforeToolCallPayload, Runtime, hookimpl, hookspecs
 from kodelet.adapters.cache import DiscoveryCache
 from kodelet.adapters.discovery import DiscoveredHook, discover
@@ -139,10 +138,10 @@ def native(scale: float) -> list[str]:
         "`tool_name`, takes no action) vs calling the same impls through raw pluggy, "
         "`pm.hook.before_tool_call(**kwargs)`.",
         "",
-        f"**10 impls: {ten.ratio:.2f}× raw pluggy** ({us(ten.subject)} vs {us(ten.baseline)}); "
-        f"target ≤ 1.5×: {verdict(ten.ratio <= 1.5)}. "
+        f"**10 impls: {ten.ratio:.2f}{X} raw pluggy** ({us(ten.subject)} vs {us(ten.baseline)}); "
+        f"target ≤ 1.5{X}: {verdict(ten.ratio <= 1.5)}. "
         f"Reading the trace as well (building its 10 TraceRecords): "
-        f"{headline['trace'].ratio:.2f}×.",
+        f"{headline['trace'].ratio:.2f}{X}.",
         "",
         "| impls | dispatch | raw pluggy | ratio | with trace read | µs per impl (marginal) |",
         "|---:|---:|---:|---:|---:|---:|",
@@ -151,8 +150,8 @@ def native(scale: float) -> list[str]:
     for n, pair, traced in rows:
         marginal = "" if n == 1 else f"{(pair.subject - base) / (n - 1) * 1e6:.3f}"
         out.append(
-            f"| {n} | {us(pair.subject)} | {us(pair.baseline)} | {pair.ratio:.2f}× | "
-            f"{traced.ratio:.2f}× | {marginal} |"
+            f"| {n} | {us(pair.subject)} | {us(pair.baseline)} | {pair.ratio:.2f}{X} | "
+            f"{traced.ratio:.2f}{X} | {marginal} |"
         )
     per_100 = (rows[2][1].subject - base) / 99
     per_1000 = (rows[3][1].subject - base) / 999
@@ -160,7 +159,7 @@ def native(scale: float) -> list[str]:
         "",
         f"Growth is linear: the marginal cost per impl is {per_100 * 1e6:.3f} µs between 1 and "
         f"100 impls and {per_1000 * 1e6:.3f} µs between 1 and 1000 "
-        f"({per_1000 / per_100:.2f}× of it).",
+        f"({per_1000 / per_100:.2f}{X} of it).",
         "",
     ]
     return out
@@ -177,7 +176,7 @@ def executables(root: Path, scale: float) -> list[str]:
         "One hook in `.kodelet/hooks`, spawned per call, dispatched through the runtime vs "
         '`subprocess.run([exe, "run"], input=payload)` of the same file.',
         "",
-        "| hook | dispatch | subprocess.run | ratio | target ≤ 1.10× |",
+        f"| hook | dispatch | subprocess.run | ratio | target ≤ 1.10{X} |",
         "|---|---:|---:|---:|---|",
     ]
     for label, text in (("bash", BASH_HOOK), ("python", PY_HOOK)):
@@ -194,7 +193,7 @@ def executables(root: Path, scale: float) -> list[str]:
 
             pair = compare(dispatch, baseline, ops=max(3, int(10 * scale)), runs=9)
         out.append(
-            f"| {label} | {ms(pair.subject)} | {ms(pair.baseline)} | {pair.ratio:.2f}× | "
+            f"| {label} | {ms(pair.subject)} | {ms(pair.baseline)} | {pair.ratio:.2f}{X} | "
             f"{verdict(pair.ratio <= 1.10)} |"
         )
     out.append("")
@@ -247,10 +246,10 @@ def discovery(root: Path, scale: float) -> list[str]:
         "",
         "| discovery | time | vs sequential | target |",
         "|---|---:|---:|---|",
-        f"| cold (queried in parallel, cache written) | {ms(c)} | {c / b:.3f}× | "
-        f"≤ 0.6×: {verdict(c / b <= 0.6)} |",
-        f"| warm (discovery cache, nothing spawned) | {ms(w)} | {w / b:.4f}× | "
-        f"≤ 0.02×: {verdict(w / b <= 0.02)} |",
+        f"| cold (queried in parallel, cache written) | {ms(c)} | {c / b:.3f}{X} | "
+        f"≤ 0.6{X}: {verdict(c / b <= 0.6)} |",
+        f"| warm (discovery cache, nothing spawned) | {ms(w)} | {w / b:.4f}{X} | "
+        f"≤ 0.02{X}: {verdict(w / b <= 0.02)} |",
         "",
     ]
 
@@ -272,8 +271,9 @@ def persistent(root: Path, scale: float) -> list[str]:
         def slow(rt: Runtime = spawned) -> Any:
             return rt.dispatch(PAYLOAD)
 
-        pair = compare(fast, slow, ops=max(50, int(500 * scale)), runs=7,
-                       baseline_ops=max(3, int(10 * scale)))
+        pair = compare(
+            fast, slow, ops=max(50, int(500 * scale)), runs=7, baseline_ops=max(3, int(10 * scale))
+        )
 
         async def many(n: int) -> None:
             for _ in range(n):
@@ -291,11 +291,11 @@ def persistent(root: Path, scale: float) -> list[str]:
         "",
         "| mode | per event | vs per call |",
         "|---|---:|---:|",
-        f"| per call (`run`) | {ms(pair.baseline)} | 1× |",
-        f"| persistent, `dispatch` | {us(pair.subject)} | {speedup:,.0f}× faster |",
-        f"| persistent, `adispatch` | {us(async_t)} | {pair.baseline / async_t:,.0f}× faster |",
+        f"| per call (`run`) | {ms(pair.baseline)} | 1{X} |",
+        f"| persistent, `dispatch` | {us(pair.subject)} | {speedup:,.0f}{X} faster |",
+        f"| persistent, `adispatch` | {us(async_t)} | {pair.baseline / async_t:,.0f}{X} faster |",
         "",
-        f"Target ≥ 50× faster per event: {verdict(speedup >= 50)}.",
+        f"Target ≥ 50{X} faster per event: {verdict(speedup >= 50)}.",
         "",
     ]
 
@@ -307,8 +307,18 @@ def startup(root: Path, scale: float) -> list[str]:
     runs = max(3, int(9 * scale))
     empty = project(root, "cli")
     env = {**os.environ}
-    argv = [PY, "-m", "kodelet", "--cwd", str(empty), "hooks", "run", "before_tool_call",
-            "--payload", "-"]
+    argv = [
+        PY,
+        "-m",
+        "kodelet",
+        "--cwd",
+        str(empty),
+        "hooks",
+        "run",
+        "before_tool_call",
+        "--payload",
+        "-",
+    ]
     data = json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}).encode()
     probe = subprocess.run(argv, input=data, capture_output=True, env=env)
     out = [
@@ -325,7 +335,7 @@ def startup(root: Path, scale: float) -> list[str]:
         out += [
             "`kodelet hooks run before_tool_call` end to end (no hooks installed, payload on "
             f"stdin) vs `python -c pass`: {ms(pair.subject)} vs {ms(pair.baseline)}, "
-            f"**{pair.ratio:.1f}×**.",
+            f"**{pair.ratio:.1f}{X}**.",
             "",
         ]
     else:
@@ -363,8 +373,8 @@ def startup(root: Path, scale: float) -> list[str]:
         "",
         "| construction | time | vs seeds' start-up |",
         "|---|---:|---:|",
-        f"| warm discovery cache | {ms(warm)} | {warm / base:.3f}× |",
-        f"| no cache (`KODELET_NO_CACHE=1`) | {ms(cold)} | {cold / base:.3f}× |",
+        f"| warm discovery cache | {ms(warm)} | {warm / base:.3f}{X} |",
+        f"| no cache (`KODELET_NO_CACHE=1`) | {ms(cold)} | {cold / base:.3f}{X} |",
         "",
     ]
     return out

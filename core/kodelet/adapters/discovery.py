@@ -131,12 +131,48 @@ def _realpath(path: Path, memo: dict[Path, Path] | None) -> Path:
     return real
 
 
+_SLOW = "?"
+
+
+def _untrusted_plain(path: Path, root: Path, memo: dict[Any, Any]) -> str | None:
+    """:func:`_untrusted` for the common case, a regular file (not a symlink) in a
+    directory already judged: one ``lstat``. ``_SLOW`` when the full check must run."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return _SLOW
+    if stat.S_ISLNK(st.st_mode) or path == root:
+        return _SLOW
+    me = os.geteuid()
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{shown(path)} is group- or world-writable"
+    if st.st_uid not in (me, 0):
+        return f"{shown(path)} is owned by uid {st.st_uid}, not the current user or root"
+    key = ("plain", os.path.dirname(path), root)
+    state = memo.get(key)
+    if state is None:
+        parent = path.parent
+        why = _chain_problem(parent, root, me, sticky_ok=False, memo=memo)
+        if why:
+            state = why
+        elif _realpath(parent, memo) == _realpath(root, memo) / parent.relative_to(root):
+            state = ""  # no symlink on the way: the file is where it seems to be
+        else:
+            state = _SLOW
+        memo[key] = state
+    return str(state) or None
+
+
 def _untrusted(path: Path, root: Path, memo: dict[Any, Any] | None = None) -> str | None:
     """Why a file must not be run because someone else could have written it.
 
     A symlink is judged by where it leads too: the target and its directories
     (up to the root if it stays inside, else up to ``/``) must be safe as well.
     ``memo`` (one per discovery) shares the directories' answers between files."""
+    if memo is not None:
+        quick = _untrusted_plain(path, root, memo)
+        if quick != _SLOW:
+            return quick
     me = os.geteuid()
     why = _chain_problem(path, root, me, sticky_ok=False, memo=memo)
     if why:

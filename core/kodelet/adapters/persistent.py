@@ -276,7 +276,7 @@ class PersistentHook(ExecutableHook):
         self._failures = 0
         self._retry_at = 0.0
         self._closed = False
-        self._finalizer = weakref.finalize(self, self._slot.stop, 0.0)
+        self._finalizer = weakref.finalize(self, self._slot.stop, STOP_GRACE)
         self.starts = 0
 
     @property
