@@ -17,6 +17,8 @@ from types import ModuleType
 
 import pytest
 from kodelet.cli.app import app
+from kodelet.places import Places
+from kodelet.recipes.loader import RecipeLibrary
 from kodelet.testing import (
     after_tool_call_payload,
     after_turn_payload,
@@ -223,6 +225,22 @@ def test_post_review_summary_acts_only_for_the_review_recipe(kodelet_home):
     assert json.loads(posted)["summary"] == "Approve; no blocking issues."
 
 
+@pytest.mark.parametrize("name", ["examples/code-review/review", "acme/tools/review"])
+def test_post_review_summary_acts_for_the_installed_recipe_name(kodelet_home, name):
+    hook = REPO / "hooks" / "post-review-summary"
+    asked = run_executable_hook(
+        hook, agent_stop_payload([("assistant", "Fine.")], recipe_name=name)
+    )
+    assert asked is not None and "## Summary" in asked.follow_up_messages[0]
+
+
+@pytest.mark.parametrize("name", ["acme/tools/preview", "acme/review/deploy", "reviews"])
+def test_post_review_summary_ignores_other_recipes(kodelet_home, name):
+    hook = REPO / "hooks" / "post-review-summary"
+    payload = agent_stop_payload([("assistant", "Fine.")], recipe_name=name)
+    assert run_executable_hook(hook, payload) is None
+
+
 def test_repo_installs_with_plugins_add_and_runs_under_its_names(tmp_path, kodelet_home):
     project = tmp_path / "project"
     project.mkdir()
@@ -242,6 +260,23 @@ def test_repo_installs_with_plugins_add_and_runs_under_its_names(tmp_path, kodel
     assert ran.exit_code == 0, ran.output
     assert '"blocked": true' in ran.output
     assert '"name": "examples/code-review/validate-diff"' in ran.output
+    recipe = RecipeLibrary(Places(cwd=project, global_root=kodelet_home)).load(
+        "examples/code-review/review"
+    )
+    stop = tmp_path / "stop.json"
+    stop.write_text(
+        json.dumps(
+            {
+                "recipe_name": recipe.name,
+                "messages": [{"role": "assistant", "content": "Fine.\n## Summary\nApprove."}],
+            }
+        )
+    )
+    stopped = runner.invoke(app, [*cwd, "hooks", "run", "agent_stop", "-p", str(stop), "--trace"])
+    assert stopped.exit_code == 0, stopped.output
+    assert '"name": "examples/code-review/post-review-summary"' in stopped.output
+    [posted] = (kodelet_home / "review-summaries.jsonl").read_text().splitlines()
+    assert json.loads(posted)["summary"] == "Approve."
 
 
 # -- kodelet plugins new ------------------------------------------------------------

@@ -156,7 +156,7 @@ def checks(env: dict[str, str], project: Path, tmp: Path) -> None:
         proc.stdout + proc.stderr,
     )
     review = {
-        "recipe_name": "review",
+        "recipe_name": "examples/code-review/review",
         "messages": [{"role": "assistant", "content": "Fine.\n## Summary\nApprove."}],
     }
     proc = run(
@@ -168,7 +168,7 @@ def checks(env: dict[str, str], project: Path, tmp: Path) -> None:
     posted = Path(env["KODELET_HOME"]) / "review-summaries.jsonl"
     check(
         '"examples/code-review/post-review-summary"' in proc.stderr and posted.exists(),
-        "examples/code-review/post-review-summary runs for the review recipe",
+        "examples/code-review/post-review-summary acts for examples/code-review/review",
         proc.stderr,
     )
 
