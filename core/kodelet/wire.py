@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.v import format_exception
 
 from .events import Event
 from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
@@ -112,9 +113,20 @@ def payload_to_wire(payload: BasePayload) -> dict[str, Any]:
     return data
 
 
+def _format(exc: BaseException, type_: Any) -> str:
+    """cattrs' messages, minus Python internals a hook author cannot act on."""
+    args = get_args(type_) if get_origin(type_) is Literal else ()
+    if args:
+        allowed = ", ".join(json.dumps(a) for a in args)
+        return f"expected one of {allowed}"
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    return format_exception(exc, type_)
+
+
 def _describe(exc: BaseException, what: str) -> str:
     if isinstance(exc, cattrs.BaseValidationError):
-        problems = cattrs.transform_error(exc, path=what)
+        problems = cattrs.transform_error(exc, path=what, format_exception=_format)
         # StructuredToolResult's name is camelCase on the wire: say so in errors too.
         return "; ".join(p.replace("output.tool_name", "output.toolName") for p in problems)
     return f"{what}: {exc}"
@@ -149,9 +161,12 @@ def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
     data = converter.unstructure(result)
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if key in ("input", "output"):
+        if key == "input":
             if value is not None:
                 out[key] = value
+        elif key == "output":
+            if value is not None:
+                out[key] = {k: v for k, v in value.items() if v not in (None, "", {})}
         elif key == "blocked":
             if event.blocking:
                 out[key] = value

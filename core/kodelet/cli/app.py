@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,15 +22,35 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"kodelet {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
     cwd: Path = typer.Option(
-        None, "--cwd", help="Project directory (default: the current directory).",
-        file_okay=False, show_default=False,
+        None,
+        "--cwd",
+        help="Project directory (default: the current directory).",
+        file_okay=False,
+        show_default=False,
     ),
     no_hooks: bool = typer.Option(
-        False, "--no-hooks", help="Run no third-party or executable hook; built-ins stay.",
+        False,
+        "--no-hooks",
+        help="Run no third-party or executable hook; built-ins stay.",
+    ),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Show kodelet's version and exit.",
+        is_eager=True,
+        callback=_show_version,
     ),
 ) -> None:
     setup_logging()
@@ -43,5 +66,30 @@ app.add_typer(config_cmd.app, name="config")
 app.command("replay")(replay_cmd.replay)
 
 
+def _click_exceptions() -> Any:
+    """Typer vendors click from 0.29 on; older releases use click itself."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
 def main() -> None:
-    app()
+    """Run the CLI; usage errors become one ``kodelet: error:`` line and exit 2."""
+    click = _click_exceptions()
+    try:
+        code = app(standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx else "")
+        code = 0
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else "kodelet"
+        typer.echo(f"kodelet: error: {exc.format_message()} (see '{where} --help')", err=True)
+        code = 2
+    except click.ClickException as exc:
+        typer.echo(f"kodelet: error: {exc.format_message()}", err=True)
+        code = exc.exit_code
+    except typer.Abort:
+        typer.echo("kodelet: aborted", err=True)
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
