@@ -474,3 +474,107 @@ def test_arun_matches_run_with_an_executable_hook_and_async_callables(project: P
     assert async_events == sync_events
     blocked = [m.content for m in sync_messages if "[tool_result bash t1 error]" in m.content]
     assert blocked and '"error": "no rm -rf"' in blocked[0]
+
+
+# -- what a host hands the driver ----------------------------------------------------
+
+
+def test_reply_usage_may_be_a_dict_like_session_accepts(tmp_path: Path) -> None:
+    rec = Recorder()
+    with make_runtime(tmp_path, rec) as rt:
+        driver = Driver(Session(rt), max_context_window=1000)
+        step = script(Reply(content="Hi.", usage={"input_tokens": 40, "output_tokens": 2}))
+        assert driver.run("hello", step=step, run_tool=lambda n, i: ok(n)).stopped
+        driver.begin_turn("again")
+        driver.end_turn({"input_tokens": 50, "current_context_window": 60})
+    usages = [fields[2] for event, fields in rec.seen if event == "after_turn"]
+    assert usages == [
+        UsageInfo(input_tokens=40, output_tokens=2, max_context_window=1000),
+        UsageInfo(input_tokens=50, current_context_window=60, max_context_window=1000),
+    ]
+    with pytest.raises(ValueError, match=r"usage\.input_tokens"):
+        Reply(usage={"input_tokens": "many"})
+
+
+def test_run_tool_may_return_the_wire_dict(tmp_path: Path) -> None:
+    rec = Recorder()
+    with make_runtime(tmp_path, rec) as rt:
+        driver = Driver(Session(rt))
+        step = script(
+            Reply(content="Listing.", tool_calls=[ToolCall(id="t1", name="bash", input={})]),
+            Reply(content="Done."),
+        )
+        driver.run(
+            "ls",
+            step=step,
+            run_tool=lambda n, i: {"toolName": n, "success": True, "metadata": {"output": "a"}},
+        )
+    outputs = [fields for event, fields in rec.seen if event == "after_tool_call"]
+    assert outputs == [
+        StructuredToolResult(tool_name="bash", success=True, metadata={"output": "a"})
+    ]
+
+
+def test_run_tool_returning_anything_else_is_a_type_error_naming_it(tmp_path: Path) -> None:
+    def bad_tool(name: str, tool_input: dict[str, Any]) -> Any:
+        return "a.py b.py"
+
+    async def abad_tool(name: str, tool_input: dict[str, Any]) -> Any:
+        return None
+
+    def listing() -> Any:
+        return script(
+            Reply(content="Listing.", tool_calls=[ToolCall(id="t1", name="bash", input={})]),
+            Reply(content="Done."),
+        )
+
+    with make_runtime(tmp_path) as rt:
+        with pytest.raises(TypeError, match=r"run_tool\('bash', \.\.\.\) must return .*got str"):
+            Driver(Session(rt)).run("ls", step=listing(), run_tool=bad_tool)
+        with pytest.raises(TypeError, match=r"run_tool\('bash', \.\.\.\) must .*got NoneType"):
+            asyncio.run(Driver(Session(rt)).arun("ls", step=listing(), run_tool=abad_tool))
+        with pytest.raises(ValueError, match=r"run_tool\('bash', \.\.\.\) result.*success"):
+            Driver(Session(rt)).run("ls", step=listing(), run_tool=lambda n, i: {"toolName": n})
+        driver = Driver(Session(rt))
+        with pytest.raises(TypeError, match="run must return"):
+            driver.call_tool("bash", {}, "t1", run=lambda i: 42)  # type: ignore[arg-type,return-value]
+
+
+def test_the_replay_docs_driver_snippet_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/REPLAY.md's agent-loop example, with stand-ins for the model, tools and store."""
+    doc = (Path(__file__).parent.parent / "docs" / "REPLAY.md").read_text()
+    section = doc[doc.index("## Using the driver in an agent loop") :]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+
+    class Obj:
+        def __init__(self, **kw: Any) -> None:
+            self.__dict__.update(kw)
+
+    call = Obj(id="toolu_1", name="bash", input={"command": "ls"})
+    responses = [
+        Obj(text="Listing.", usage={"input_tokens": 900, "output_tokens": 20}, calls=[call]),
+        Obj(text="All green.", usage={"input_tokens": 950, "output_tokens": 5}, calls=[]),
+    ]
+    saved: list[Any] = []
+    ran: list[tuple[str, dict[str, Any]]] = []
+
+    def run(name: str, tool_input: dict[str, Any]) -> Obj:
+        ran.append((name, tool_input))
+        return Obj(ok=True, error=None, output="a.py")
+
+    namespace: dict[str, Any] = {
+        "model": Obj(complete=lambda messages: responses.pop(0)),
+        "tools": Obj(run=run),
+        "store": Obj(save=saved.append),
+    }
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/REPLAY.md", "exec"), namespace)
+    assert not responses and ran == [("bash", {"command": "ls"})]
+    assert namespace["outcome"].stopped and namespace["outcome"].turns == 2
+    messages = namespace["driver"].messages
+    assert [m.role for m in messages] == ["user", "assistant", "assistant"]
+    assert (
+        '[tool_result bash toolu_1 ok] {"toolName": "bash", "success": true' in messages[1].content
+    )

@@ -552,3 +552,52 @@ def test_unknown_model_is_refused_before_the_replay(
     proc = kodelet("--cwd", str(project), "replay", *args, env=env)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [message]
+
+
+# -- docs/REPLAY.md ------------------------------------------------------------------
+
+DOC = Path(__file__).parent.parent / "docs" / "REPLAY.md"
+
+
+def doc_blocks(lang: str) -> list[str]:
+    parts = DOC.read_text().split(f"```{lang}\n")[1:]
+    return [part.split("```", 1)[0] for part in parts]
+
+
+def test_the_docs_json_examples_are_what_they_say(project: Path) -> None:
+    blocked, session, report_doc = (json.loads(b) for b in doc_blocks("json"))
+    from kodelet.payloads import StructuredToolResult
+    from kodelet.wire import structure
+
+    assert structure(blocked, StructuredToolResult).success is False
+    assert set(report_doc) == {"session", "hooks", "timeline", "summary"}
+    (project / "session.json").write_text(json.dumps(session))
+    data = replay_json(project, str(project / "session.json"))
+    assert set(data) == set(report_doc)
+    assert set(data["summary"]) == set(report_doc["summary"])
+    assert set(data["timeline"][0]) >= set(report_doc["timeline"][0])
+
+
+def test_the_docs_shell_examples_run(project: Path, isolated_home: Path) -> None:
+    """Both ``bash`` blocks, run as written, with the files they name put in place."""
+    first, claude = doc_blocks("bash")
+    (project / "session.json").write_text(doc_blocks("json")[1])
+    for directory, name in (("-home-me-app", "5f0c….jsonl"), ("-home-me-src-app", "0b1d.jsonl")):
+        target = isolated_home / ".claude" / "projects" / directory / name
+        target.parent.mkdir(parents=True)
+        target.write_text(TRANSCRIPT.read_text())
+    (isolated_home / "src" / "app" / ".kodelet").mkdir(parents=True)
+    claude = claude.replace("<id>", "0b1d")
+    script = f'set -e\nkodelet() {{ "{PY}" -m kodelet "$@"; }}\n{first}{claude}'
+    proc = subprocess.run(
+        ["bash", "-c", script],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout.count("Summary") == 6, proc.stdout  # six text reports, one --json
+    assert "0b1d.jsonl" in proc.stdout

@@ -32,13 +32,14 @@ from ..payloads import Message, StructuredToolResult, UsageInfo
 from ..recipes.callbacks import CallbackRegistry
 from ..recipes.runners import ToolCall as ToolRecord
 from ..results import AfterToolCallResult, BeforeToolCallResult, UserMessageSendResult
-from ..wire import converter
+from ..wire import converter, structure
 from .apply import Applied, apply_after_turn, apply_agent_stop
 from .session import Session
 
 T = TypeVar("T")
 MaybeAwaitable: TypeAlias = T | Awaitable[T]
-ToolRunner = Callable[[str, dict[str, Any]], StructuredToolResult]
+ToolReturn: TypeAlias = StructuredToolResult | Mapping[str, Any]
+ToolRunner = Callable[[str, dict[str, Any]], ToolReturn]
 
 
 def now_timestamp() -> str:
@@ -61,6 +62,33 @@ def blocked_tool_result(
     )
 
 
+def usage_info(value: UsageInfo | Mapping[str, Any] | None) -> UsageInfo | None:
+    """A model client's usage as the payloads carry it: hosts often hold it as a plain dict,
+    and Session takes one, so the driver does too."""
+    if value is None or isinstance(value, UsageInfo):
+        return value
+    if isinstance(value, Mapping):
+        return structure(value, UsageInfo, "usage")
+    raise TypeError(f"usage must be a UsageInfo or a mapping, got {type(value).__name__}")
+
+
+def tool_output(value: object, runner: str) -> StructuredToolResult:
+    """What a tool runner returned, as a ``StructuredToolResult``.
+
+    A wire dict (``toolName``, ``success``, ...) is structured; anything else is
+    the host's mistake, reported against the runner here rather than as a
+    payload error from deep inside the next hook dispatch.
+    """
+    if isinstance(value, StructuredToolResult):
+        return value
+    if isinstance(value, Mapping):
+        return structure(value, StructuredToolResult, f"{runner} result")
+    raise TypeError(
+        f"{runner} must return a StructuredToolResult or its wire dict, "
+        f"got {type(value).__name__}: {value!r:.80}"
+    )
+
+
 @attrs.frozen(kw_only=True)
 class ToolCall:
     """One tool call the model asked for."""
@@ -76,7 +104,7 @@ class Reply:
 
     content: str = ""
     tool_calls: Sequence[ToolCall] = ()
-    usage: UsageInfo | None = None
+    usage: UsageInfo | None = attrs.field(default=None, converter=usage_info)
 
 
 @attrs.frozen(kw_only=True)
@@ -246,7 +274,7 @@ class Driver:
         tool_input: Mapping[str, Any],
         tool_user_id: str = "",
         *,
-        run: Callable[[dict[str, Any]], StructuredToolResult],
+        run: Callable[[dict[str, Any]], ToolReturn],
         timestamp: str | None = None,
     ) -> ToolOutcome:
         """``before_tool_call`` → the tool (unless blocked) → ``after_tool_call``.
@@ -259,7 +287,7 @@ class Driver:
         before = self.session.before_tool_call(name, original, tool_user_id)
         used, output = self._planned(name, original, before, timestamp)
         if output is None:
-            output = run(used)
+            output = tool_output(run(used), "run")
         after = self.session.after_tool_call(name, used, output, tool_user_id)
         return self._called(name, tool_user_id, used, output, before, after)
 
@@ -302,12 +330,13 @@ class Driver:
             output_rewritten=after.output is not None,
         )
 
-    def end_turn(self, usage: UsageInfo | None = None) -> TurnOutcome:
+    def end_turn(self, usage: UsageInfo | Mapping[str, Any] | None = None) -> TurnOutcome:
         """``after_turn`` with this turn's usage; a ``mutate``/``callback`` applies at once."""
         result = self.session.after_turn(**self._turn_fields(usage))
         return self._turned(apply_after_turn(result, **self._apply_args()))
 
-    def _turn_fields(self, usage: UsageInfo | None) -> dict[str, Any]:
+    def _turn_fields(self, given: UsageInfo | Mapping[str, Any] | None) -> dict[str, Any]:
+        usage = usage_info(given)
         if usage is not None:
             if usage.max_context_window == 0 and self.max_context_window:
                 usage = attrs.evolve(usage, max_context_window=self.max_context_window)
@@ -373,7 +402,8 @@ class Driver:
         """One user message through a whole agent loop.
 
         ``step`` is the model call (history in, :class:`Reply` out) and
-        ``run_tool`` runs one tool; everything between them is the driver's.
+        ``run_tool`` runs one tool (name and input in, a ``StructuredToolResult``
+        or its wire dict out); everything between them is the driver's.
         Stops when a response uses no tools and ``agent_stop`` asks for no
         follow-up, or after ``max_turns`` model calls.
         """
@@ -390,7 +420,9 @@ class Driver:
                     call.name,
                     call.input,
                     call.id,
-                    run=lambda used, name=call.name: run_tool(name, used),  # type: ignore[misc]
+                    run=lambda used, name=call.name: tool_output(  # type: ignore[misc]
+                        run_tool(name, used), f"run_tool({name!r}, ...)"
+                    ),
                 )
             self.end_turn(reply.usage)
             if not reply.tool_calls and not self.stop().follow_ups:
@@ -412,18 +444,18 @@ class Driver:
         tool_input: Mapping[str, Any],
         tool_user_id: str = "",
         *,
-        run: Callable[[dict[str, Any]], MaybeAwaitable[StructuredToolResult]],
+        run: Callable[[dict[str, Any]], MaybeAwaitable[ToolReturn]],
         timestamp: str | None = None,
     ) -> ToolOutcome:
         original = dict(tool_input)
         before = await self.session.abefore_tool_call(name, original, tool_user_id)
         used, output = self._planned(name, original, before, timestamp)
         if output is None:
-            output = await _resolve(run(used))
+            output = tool_output(await _resolve(run(used)), "run")
         after = await self.session.aafter_tool_call(name, used, output, tool_user_id)
         return self._called(name, tool_user_id, used, output, before, after)
 
-    async def aend_turn(self, usage: UsageInfo | None = None) -> TurnOutcome:
+    async def aend_turn(self, usage: UsageInfo | Mapping[str, Any] | None = None) -> TurnOutcome:
         result = await self.session.aafter_turn(**self._turn_fields(usage))
         applied = await asyncio.to_thread(apply_after_turn, result, **self._apply_args())
         return self._turned(applied)
@@ -438,7 +470,7 @@ class Driver:
         message: str,
         *,
         step: Callable[[list[Message]], MaybeAwaitable[Reply]],
-        run_tool: Callable[[str, dict[str, Any]], MaybeAwaitable[StructuredToolResult]],
+        run_tool: Callable[[str, dict[str, Any]], MaybeAwaitable[ToolReturn]],
         max_turns: int = 50,
     ) -> RunOutcome:
         """The async twin of :meth:`run`."""
@@ -455,12 +487,22 @@ class Driver:
                     call.name,
                     call.input,
                     call.id,
-                    run=lambda used, name=call.name: run_tool(name, used),  # type: ignore[misc]
+                    run=lambda used, name=call.name: _arun_tool(  # type: ignore[misc]
+                        run_tool, name, used
+                    ),
                 )
             await self.aend_turn(reply.usage)
             if not reply.tool_calls and not (await self.astop()).follow_ups:
                 return RunOutcome(sent=sent, turns=turns, stopped=True)
         return RunOutcome(sent=sent, turns=turns, stopped=False)
+
+
+async def _arun_tool(
+    run_tool: Callable[[str, dict[str, Any]], MaybeAwaitable[ToolReturn]],
+    name: str,
+    used: dict[str, Any],
+) -> StructuredToolResult:
+    return tool_output(await _resolve(run_tool(name, used)), f"run_tool({name!r}, ...)")
 
 
 async def _resolve(value: MaybeAwaitable[T]) -> T:
