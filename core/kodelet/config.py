@@ -95,22 +95,31 @@ def _split_plugin_key(key: str) -> tuple[str, str]:
     return name, field
 
 
+def _toml(value: Any) -> str:
+    """A value as the user wrote it in TOML, not as Python prints it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return str(value)
+
+
 def _number(value: Any, where: str) -> float:
     bad = isinstance(value, bool) or not isinstance(value, int | float)
     if bad or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{where}: expected a positive number, got {value!r}")
+        raise ConfigError(f"{where}: expected a positive number, got {_toml(value)}")
     return float(value)
 
 
 def _bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        raise ConfigError(f"{where}: expected true or false, got {_toml(value)}")
     return value
 
 
 def _names(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: expected a list of names, got {value!r}")
+        raise ConfigError(f"{where}: expected a list of names, got {_toml(value)}")
     return tuple(value)
 
 

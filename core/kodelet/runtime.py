@@ -98,7 +98,9 @@ class Runtime:
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.places = Places.resolve(cwd, home, self.env)
-        self.config = config or load_config(self.places, self.env, timeout=timeout, no_hooks=no_hooks)
+        self.config = config or load_config(
+            self.places, self.env, timeout=timeout, no_hooks=no_hooks
+        )
         self.no_hooks = self.config.no_hooks or bool(no_hooks)
         self.slow_after = slow_after
         self.pm = pluggy.PluginManager(PROJECT)
@@ -115,7 +117,7 @@ class Runtime:
 
         if entry_points or builtins:
             for builtin, ep in _entry_points():
-                if builtin and builtins or not builtin and entry_points and not self.no_hooks:
+                if (builtin and builtins) or (not builtin and entry_points and not self.no_hooks):
                     self._add_info(load(ep, builtin))
         for plugin in plugins:
             name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
@@ -148,7 +150,9 @@ class Runtime:
         callers = self.pm.get_hookcallers(plugin) or []
         return sorted(c.name for c in callers if c.name in Event._value2member_map_)
 
-    def register(self, plugin: Any, name: str | None = None, *, builtin: bool = False) -> PluginInfo:
+    def register(
+        self, plugin: Any, name: str | None = None, *, builtin: bool = False
+    ) -> PluginInfo:
         """Register a native plugin object or module programmatically."""
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         info = PluginInfo(
@@ -287,7 +291,9 @@ class Runtime:
         raw_record = self._settled(red, entry, raw, time.perf_counter() - started)
         return _record(red.payload.EVENT, raw_record)
 
-    def _fail(self, red: Reducer, entry: HookEntry, exc: BaseException, started: float) -> TraceRecord:
+    def _fail(
+        self, red: Reducer, entry: HookEntry, exc: BaseException, started: float
+    ) -> TraceRecord:
         raw_record = self._failed(red, entry, exc, time.perf_counter() - started)
         return _record(red.payload.EVENT, raw_record)
 
@@ -431,15 +437,27 @@ _NO_ACTION = Outcome.NO_ACTION
 # (name, source, outcome, duration, error, detail): a TraceRecord not yet built.
 _Raw = tuple[str, Source, Outcome, float, str | None, str | None]
 _Step = tuple[
-    HookEntry, str, Source, Callable[..., Any], Callable[[Any], Any] | None, int,
+    HookEntry,
+    str,
+    Source,
+    Callable[..., Any],
+    Callable[[Any], Any] | None,
+    int,
     ExecutableHook | None,
 ]
 
 
 def _record(event: Event, raw: _Raw) -> TraceRecord:
     name, source, outcome, duration, error, detail = raw
-    return TraceRecord(event=event, name=name, source=source, outcome=outcome,
-                       duration=duration, error=error, detail=detail)
+    return TraceRecord(
+        event=event,
+        name=name,
+        source=source,
+        outcome=outcome,
+        duration=duration,
+        error=error,
+        detail=detail,
+    )
 
 
 class _Dispatched(Dispatch):
@@ -521,4 +539,3 @@ def _being_cancelled() -> bool:
 
 def _entry_points() -> list[tuple[bool, Any]]:
     return entry_points()
-

@@ -161,12 +161,9 @@ def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
     data = converter.unstructure(result)
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if key == "input":
+        if key in ("input", "output"):
             if value is not None:
                 out[key] = value
-        elif key == "output":
-            if value is not None:
-                out[key] = {k: v for k, v in value.items() if v not in (None, "", {})}
         elif key == "blocked":
             if event.blocking:
                 out[key] = value

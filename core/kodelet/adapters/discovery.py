@@ -215,16 +215,28 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             if stat.S_ISDIR(st.st_mode):
                 continue
             if entry.name.endswith(DISABLE_SUFFIX):
-                skipped.append(DiscoveredHook(candidate=cand, event=None, status="disabled",
-                                              reason="renamed to .disable"))
+                skipped.append(
+                    DiscoveredHook(
+                        candidate=cand, event=None, status="disabled", reason="renamed to .disable"
+                    )
+                )
                 continue
             if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
-                skipped.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
-                                              reason="not executable"))
+                skipped.append(
+                    DiscoveredHook(
+                        candidate=cand, event=None, status="skipped", reason="not executable"
+                    )
+                )
                 continue
             if cand.name in seen:
-                skipped.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
-                                              reason="shadowed by a hook of the same name higher up"))
+                skipped.append(
+                    DiscoveredHook(
+                        candidate=cand,
+                        event=None,
+                        status="skipped",
+                        reason="shadowed by a hook of the same name higher up",
+                    )
+                )
                 continue
             seen.add(cand.name)
             todo.append((cand, trust_root))
@@ -236,8 +248,14 @@ def query_event(path: Path, env: Mapping[str, str] | None = None) -> tuple[Event
     qenv = dict(os.environ if env is None else env)
     qenv["KODELET_HOOK_PROTOCOLS"] = "jsonl"
     try:
-        res = run_process([str(path), "hook"], b"", cwd=str(path.parent), env=qenv,
-                          timeout=QUERY_TIMEOUT, stdout_cap=4096)
+        res = run_process(
+            [str(path), "hook"],
+            b"",
+            cwd=str(path.parent),
+            env=qenv,
+            timeout=QUERY_TIMEOUT,
+            stdout_cap=4096,
+        )
     except SpawnError as exc:
         raise ValueError(str(exc.strerror)) from None
     if res.timed_out:
@@ -281,8 +299,14 @@ def discover(
     def settle(cand: Candidate, answer: tuple[Event, tuple[str, ...]]) -> DiscoveredHook:
         event, protocols = answer
         if config is not None and not config.hook_enabled(cand.name):
-            return DiscoveredHook(candidate=cand, event=event, status="disabled",
-                                  reason="disabled in config.toml", protocols=protocols)
+            return DiscoveredHook(
+                candidate=cand,
+                event=event,
+                status="disabled",
+                reason="disabled in config.toml",
+                protocols=protocols,
+            )
+        log.debug("hook %s handles %s (%s)", cand.name, event.value, cand.path)
         return DiscoveredHook(candidate=cand, event=event, status="active", protocols=protocols)
 
     def one(cand: Candidate) -> DiscoveredHook:
@@ -299,8 +323,11 @@ def discover(
     for cand, trust_root in todo:
         why = _untrusted(cand.path, trust_root, memo)
         if why:
-            results.append(DiscoveredHook(candidate=cand, event=None, status="skipped",
-                                          reason=f"untrusted: {why}"))
+            results.append(
+                DiscoveredHook(
+                    candidate=cand, event=None, status="skipped", reason=f"untrusted: {why}"
+                )
+            )
             continue
         known = peek(cand.path) if callable(peek) else None
         if known is not None:
@@ -319,6 +346,8 @@ def discover(
     return _in_order([h for h in results if h is not None], found)
 
 
-def _in_order(queried: Iterable[DiscoveredHook], skipped: Iterable[DiscoveredHook]) -> list[DiscoveredHook]:
+def _in_order(
+    queried: Iterable[DiscoveredHook], skipped: Iterable[DiscoveredHook]
+) -> list[DiscoveredHook]:
     """Queried hooks keep scan order; the statically skipped ones follow."""
     return [*queried, *skipped]

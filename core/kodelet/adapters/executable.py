@@ -67,7 +67,9 @@ class ExecutableHook:
             data = dict(zip(names, args, strict=True))
             wire = {k: converter.unstructure(v) for k, v in data.items() if v is not None}
             if "tool_output" in wire:
-                wire["tool_output"] = {k: v for k, v in wire["tool_output"].items() if v is not None}
+                wire["tool_output"] = {
+                    k: v for k, v in wire["tool_output"].items() if v is not None
+                }
             return self.run(wire, timeout=30.0)
 
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
@@ -87,6 +89,10 @@ class ExecutableHook:
             text = res.stdout.decode("utf-8")
         except UnicodeDecodeError:
             raise HookFailure("output is not UTF-8" + res.stderr_note()) from None
+        if res.stderr and log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "hook %s stderr: %s", self.name, res.stderr.decode("utf-8", "replace").strip()
+            )
         text = text.strip()
         if not text:
             return None
@@ -102,16 +108,26 @@ class ExecutableHook:
     def run(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         """Run ``<exe> run`` with the payload; the parsed JSON answer, or None."""
         try:
-            res = run_process([str(self.path), "run"], self._encode(payload),
-                              cwd=self._cwd(payload), env=self._env, timeout=timeout)
+            res = run_process(
+                [str(self.path), "run"],
+                self._encode(payload),
+                cwd=self._cwd(payload),
+                env=self._env,
+                timeout=timeout,
+            )
         except SpawnError as exc:
             raise HookFailure(str(exc.strerror)) from None
         return self._interpret(res, timeout)
 
     async def arun(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         try:
-            res = await arun_process([str(self.path), "run"], self._encode(payload),
-                                     cwd=self._cwd(payload), env=self._env, timeout=timeout)
+            res = await arun_process(
+                [str(self.path), "run"],
+                self._encode(payload),
+                cwd=self._cwd(payload),
+                env=self._env,
+                timeout=timeout,
+            )
         except SpawnError as exc:
             raise HookFailure(str(exc.strerror)) from None
         return self._interpret(res, timeout)

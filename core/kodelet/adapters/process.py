@@ -88,7 +88,11 @@ def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
     proc.wait()
 
 
-def _spawn_error(argv: Sequence[str], exc: OSError) -> SpawnError:
+def _spawn_error(argv: Sequence[str], exc: OSError, cwd: str | None) -> SpawnError:
+    if cwd is not None and not os.path.isdir(cwd):
+        return SpawnError(
+            exc.errno, f"cannot run {argv[0]}: working directory {cwd} does not exist"
+        )
     return SpawnError(exc.errno, f"cannot run {argv[0]}: {exc.strerror or exc}")
 
 
@@ -115,7 +119,7 @@ def run_process(
             close_fds=True,
         )
     except OSError as exc:
-        raise _spawn_error(argv, exc) from None
+        raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
     out = bytearray()
     err = bytearray()
@@ -171,7 +175,7 @@ def run_process(
                     del err[:-STDERR_TAIL]
             if overflow:
                 break
-        if timed_out or overflow or exited_at is not None and sel.get_map():
+        if timed_out or overflow or (exited_at is not None and sel.get_map()):
             _kill_group(proc.pid)
         remaining = max(0.0, deadline - time.monotonic())
         try:
@@ -239,7 +243,7 @@ async def arun_process(
             start_new_session=True,
         )
     except OSError as exc:
-        raise _spawn_error(argv, exc) from None
+        raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
     out = bytearray()
     err = bytearray()
@@ -277,7 +281,7 @@ async def arun_process(
     try:
         try:
             await asyncio.wait_for(_exited(proc), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
         if not timed_out:
             remaining = max(0.0, start + timeout - time.monotonic())

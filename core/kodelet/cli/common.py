@@ -61,9 +61,17 @@ def render_table(headers: list[str], rows: list[list[str]], indent: str = "") ->
 
 
 def setup_logging() -> None:
-    level = os.environ.get("KODELET_LOG_LEVEL", "warning").upper()
+    name = os.environ.get("KODELET_LOG_LEVEL", "warning").strip().upper() or "WARNING"
+    level = logging.getLevelNamesMapping().get(name)
+    if level is None:
+        typer.echo(
+            f"kodelet: warning: KODELET_LOG_LEVEL={name.lower()!r} is not a level "
+            "(debug, info, warning, error); using warning",
+            err=True,
+        )
+        level = logging.WARNING
     logging.basicConfig(
-        level=getattr(logging, level, logging.WARNING),
+        level=level,
         format="kodelet: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
