@@ -111,6 +111,8 @@ def test_add_org_repo_shorthand_from_the_git_base(tmp_path: Path, proj: Path) ->
     missing = run_kodelet("--cwd", str(proj), "plugins", "add", "acme/nope", env=env)
     assert missing.returncode == 1
     assert missing.stderr.startswith("kodelet: error: git clone failed: ")
+    assert "does not appear to be a git repository" in missing.stderr
+    assert "and the repository exists" not in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     assert leftovers(proj / ".kodelet" / "plugins") == ["acme@tools"]
 

@@ -207,7 +207,30 @@ def test_ref_needs_git_and_git_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(repos.RepoError, match="git clone failed: ") as info:
         repos.add(missing, plugins, location="local")
     assert "\n" not in str(info.value)
+    assert str(info.value) == (
+        f"git clone failed: fatal: '{tmp_path}/acme/missing' does not appear to be a git repository"
+    )
     assert leftovers(plugins) == []
+
+
+@pytest.mark.parametrize(
+    ("stderr", "shown"),
+    [
+        (
+            "Cloning into 'x'...\nremote: Repository not found.\n"
+            "fatal: repository 'https://github.com/acme/nope/' not found\n",
+            "fatal: repository 'https://github.com/acme/nope/' not found",
+        ),
+        (
+            "error: pathspec 'v9' did not match any file(s) known to git\nhint: something\n",
+            "error: pathspec 'v9' did not match any file(s) known to git",
+        ),
+        ("Cloning into 'x'...\nsomething odd\n\nand the repository exists.\n", "something odd"),
+        ("", "exit status 128"),
+    ],
+)
+def test_git_failures_show_the_line_naming_the_cause(stderr: str, shown: str) -> None:
+    assert repos._git_reason(stderr, 128) == shown
 
 
 def test_existing_plugin_needs_force(tmp_path: Path) -> None:

@@ -321,10 +321,27 @@ def _git(args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> st
     except FileNotFoundError:
         raise RepoError("git is not installed; it is needed to add a plugin from git") from None
     if res.returncode != 0:
-        lines = [ln.strip() for ln in res.stderr.splitlines() if ln.strip()]
-        why = lines[-1] if lines else f"exit status {res.returncode}"
-        raise RepoError(f"git {args[0]} failed: {why}")
+        raise RepoError(f"git {args[0]} failed: {_git_reason(res.stderr, res.returncode)}")
     return res.stdout.strip()
+
+
+def _git_reason(stderr: str, returncode: int) -> str:
+    """The line of git's stderr that says what went wrong.
+
+    git explains a failure over several lines, the cause first ("fatal: ...
+    does not appear to be a git repository", "remote: Repository not found.")
+    and generic advice after it, so the first fatal/error line is the one to show.
+    """
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for prefix in ("fatal:", "error:"):
+        for line in lines:
+            if line.startswith(prefix):
+                return line
+    noise = ("Cloning into", "hint:", "Please make sure", "and the repository exists")
+    meaningful = [ln for ln in lines if not ln.startswith(noise)]
+    if meaningful:
+        return meaningful[0]
+    return f"exit status {returncode}"
 
 
 def _clone(src: PluginSource, dest: Path, ref: str | None, env: Mapping[str, str]) -> str | None:
