@@ -206,7 +206,10 @@ def test_list_json_has_exactly_the_documented_keys(tmp_path: Path, proj: Path) -
     assert builtin["name"] == "builtin:compact-trigger"
     assert builtin["location"] == "builtin" and builtin["error"] is None
     assert builtin["hooks"] == ["after_turn"]
-    assert builtin["skills"] == [] and builtin["recipes"] == []
+    assert builtin["skills"] == [] and builtin["recipes"] == ["compact"]
+    plugin_file = Path(str(builtin["path"]))
+    assert plugin_file.name == "plugin.py" and plugin_file.is_file()
+    assert (plugin_file.parent / "recipes" / "compact.md").is_file()
     assert isinstance(builtin["version"], str)
     singular = run_kodelet("--cwd", str(proj), "plugin", "list", "--json")
     assert json.loads(singular.stdout) == rows

@@ -6,8 +6,11 @@ and shown by ``kodelet plugins list`` instead.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -66,19 +69,45 @@ def load(ep: Any, builtin: bool) -> PluginInfo:
             raise
         info.error = f"import failed: {type(exc).__name__}: {exc}"
         log.warning("plugin %s failed to load: %s", ep.name, info.error)
-    info.path = _path_of(info.plugin, dist)
+    info.path = _path_of(info.plugin, ep, dist)
     return info
 
 
-def _path_of(obj: Any, dist: Any) -> str | None:
-    module_file = getattr(obj, "__file__", None)
+def _path_of(obj: Any, ep: Any, dist: Any) -> str | None:
+    """Where the plugin's code lives, so ``plugins list`` points at something to open.
+
+    A module's own file; for a plugin object, the file of the module it is
+    defined in (the one the entry point names); a package is shown as its
+    directory. The distribution's root, which is site-packages even for an
+    editable install, is the last resort.
+    """
+    module = obj if isinstance(obj, ModuleType) else None
+    if module is None and obj is not None:
+        for name in (getattr(ep, "module", None), getattr(obj, "__module__", None)):
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            if getattr(module, "__file__", None):
+                break
+    module_file = getattr(module, "__file__", None)
+    if module_file is None and obj is None:
+        module_file = _spec_origin(getattr(ep, "module", None))
     if module_file:
-        return str(
-            Path(module_file).parent if Path(module_file).name == "__init__.py" else module_file
-        )
+        path = Path(module_file)
+        return str(path.parent if path.name == "__init__.py" else path)
     if dist is not None:
         try:
             return str(dist.locate_file(""))
         except Exception:
             return None
     return None
+
+
+def _spec_origin(module: str | None) -> str | None:
+    if not module:
+        return None
+    try:
+        spec = importlib.util.find_spec(module)
+    except Exception:  # a parent package that fails to import, a bad name
+        return None
+    if spec is None or not spec.has_location:
+        return None
+    return spec.origin

@@ -13,6 +13,7 @@ import typer
 from .. import repos
 from ..config import ConfigError
 from ..places import Places
+from ..recipes.loader import builtin_recipes
 from ..runtime import Runtime
 from .common import fail, print_json, render_table, state
 from .hooks_cmd import implemented
@@ -32,6 +33,7 @@ def _native_rows(cwd: Path) -> list[dict[str, Any]]:
         fail(str(exc), 2)
     try:
         rows = []
+        shipped = builtin_recipes()
         for info in rt.plugins:
             events = info.events
             if info.disabled and info.plugin is not None:
@@ -45,7 +47,7 @@ def _native_rows(cwd: Path) -> list[dict[str, Any]]:
                     "version": info.version,
                     "hooks": list(events),
                     "skills": [],
-                    "recipes": [],
+                    "recipes": shipped.get(info.name, []) if info.kind == "builtin" else [],
                     "error": info.error,
                     "_disabled": info.disabled,
                     "_version": info.version or "",

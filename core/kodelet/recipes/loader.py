@@ -149,9 +149,8 @@ def read_recipe(
     )
 
 
-def builtin_recipe_dirs() -> list[Path]:
-    """``recipes/`` beside each built-in plugin's module, found without importing it."""
-    dirs: list[Path] = []
+def _builtin_recipe_dirs_by_plugin() -> Iterator[tuple[str, Path]]:
+    """(plugin name, ``recipes/`` beside its module) for each built-in, found without importing."""
     for builtin, ep in entry_points():
         if not builtin:
             continue
@@ -162,9 +161,27 @@ def builtin_recipe_dirs() -> list[Path]:
         if spec is None or spec.origin is None:
             continue
         candidate = Path(spec.origin).parent / "recipes"
-        if candidate.is_dir() and candidate not in dirs:
+        if candidate.is_dir():
+            yield ep.name, candidate
+
+
+def builtin_recipe_dirs() -> list[Path]:
+    """``recipes/`` beside each built-in plugin's module, found without importing it."""
+    dirs: list[Path] = []
+    for _, candidate in _builtin_recipe_dirs_by_plugin():
+        if candidate not in dirs:
             dirs.append(candidate)
     return dirs
+
+
+def builtin_recipes() -> dict[str, list[str]]:
+    """Each built-in plugin's recipe names, as they resolve, for ``kodelet plugins list``."""
+    found: dict[str, list[str]] = {}
+    for name, directory in _builtin_recipe_dirs_by_plugin():
+        found[name] = [
+            p.relative_to(directory).with_suffix("").as_posix() for p in _walk(directory)
+        ]
+    return found
 
 
 def _plugin_dirs(root: Path) -> Iterator[tuple[Path, str]]:
