@@ -24,7 +24,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".", "mypy", "types-PyYAML")
+    session.install("-e", ".[test]", "mypy", "types-PyYAML")
     session.run("mypy", "--strict", "core/kodelet")
 
 
