@@ -240,15 +240,30 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
     assert off["loose"]["status"] == "skipped"
     assert "untrusted" in str(off["loose"]["reason"]) and "writable" in str(off["loose"]["reason"])
     assert off["a-first"]["path"] == str(glob / "a-first")
-    assert "shadowed" in str(off["a-first"]["reason"])
+    assert off["a-first"]["reason"] == f"shadowed by {hooks / 'a-first'} (same name, higher up)"
     assert all(r["event"] is None and r["order"] is None for r in off.values())
 
     only = hook_rows(project, "--event", "after_turn")
     assert {r["event"] for r in only} == {"after_turn", None}
     assert "a-first" not in [r["name"] for r in only if r["status"] == "active"]
 
-    table = run_kodelet("--cwd", str(project), "hooks", "list").stdout
+    listed = run_kodelet("--cwd", str(project), "hooks", "list")
+    table = listed.stdout
     assert table.startswith("before_tool_call\n")
+    assert "printed nothing" in table
+    assert listed.stderr == ""  # each reason once, in the table, not again as a warning
+    ran = run_kodelet(
+        "--cwd",
+        str(project),
+        "hooks",
+        "run",
+        "user_message_send",
+        "-p",
+        "-",
+        stdin='{"message": "hi"}',
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "WARNING: hook silent skipped: 'hook' query printed nothing" in ran.stderr
     lines = table.splitlines()
     assert lines[1].split() == ["#", "NAME", "KIND", "STATUS", "PATH"]
     assert lines[3].split()[:4] == ["1", "a-first", "executable", "active"]
@@ -265,6 +280,13 @@ def test_no_hooks_keeps_only_builtins(project: Path) -> None:
     assert "deny" in [r["name"] for r in rows]
     res = run_kodelet("--cwd", str(project), "--no-hooks", "hooks", "list", "--json")
     assert [r["name"] for r in json.loads(res.stdout)] == ["builtin:compact-trigger"]
+    note = "native plugins and executable hooks are switched off; only built-ins run)\n"
+    table = run_kodelet("--cwd", str(project), "--no-hooks", "hooks", "list").stdout
+    assert table.startswith("(--no-hooks: " + note + "\nbefore_tool_call\n  (no hooks)")
+    env = {"KODELET_NO_HOOKS": "1"}
+    table = run_kodelet("--cwd", str(project), "hooks", "list", env=env).stdout
+    assert table.startswith("(env KODELET_NO_HOOKS: " + note)
+    assert not run_kodelet("--cwd", str(project), "hooks", "list").stdout.startswith("(")
     run = run_kodelet(
         "--cwd",
         str(project),

@@ -148,7 +148,7 @@ def test_higher_place_shadows_same_name(
         (name, "skipped", places[lower]),
     ]
     shadowed = rt.discovered[1]
-    assert "shadowed" in shadowed.reason
+    assert shadowed.reason == f"shadowed by {rt.discovered[0].path} (same name, higher up)"
 
 
 def test_standalone_never_shadows_plugin_hook(project: Path, places: dict[str, Path]) -> None:

@@ -191,7 +191,7 @@ def _untrusted(path: Path, root: Path, memo: dict[Any, Any] | None = None) -> st
 
 def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredHook]]:
     """Candidates to query (with their trust root) and files skipped without asking them."""
-    seen: set[str] = set()
+    seen: dict[str, Path] = {}
     todo: list[tuple[Candidate, Path]] = []
     skipped: list[DiscoveredHook] = []
     for directory, location, plugin, plugin_root, trust_root in hook_dirs(places):
@@ -234,11 +234,11 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                         candidate=cand,
                         event=None,
                         status="skipped",
-                        reason="shadowed by a hook of the same name higher up",
+                        reason=f"shadowed by {seen[cand.name]} (same name, higher up)",
                     )
                 )
                 continue
-            seen.add(cand.name)
+            seen[cand.name] = entry
             todo.append((cand, trust_root))
     return todo, skipped
 

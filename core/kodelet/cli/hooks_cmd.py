@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +113,30 @@ def _rows(rt: Runtime, only: Event | None) -> list[dict[str, Any]]:
     return rows
 
 
+class _DropWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
+
+
+@contextlib.contextmanager
+def _table_says_it() -> Iterator[None]:
+    """Mute the warnings a skipped hook or plugin logs while it is found.
+
+    A real run needs them, nothing else would tell the user; here the
+    listing shows each one with its reason, and saying it twice is noise.
+    Debug lines (``KODELET_LOG_LEVEL=debug``) still come through.
+    """
+    drop = _DropWarnings()
+    loggers = [logging.getLogger(name) for name in ("kodelet.discovery", "kodelet.loading")]
+    for logger in loggers:
+        logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(drop)
+
+
 @app.command("list")
 def list_hooks(
     ctx: typer.Context,
@@ -118,15 +145,21 @@ def list_hooks(
 ) -> None:
     """Show, per event, the hooks in call order and the ones that will not run, with why."""
     only = _event(event) if event is not None else None
-    rt = make_runtime(ctx)
-    try:
-        rows = _rows(rt, only)
-    finally:
-        rt.close()
+    with _table_says_it():
+        rt = make_runtime(ctx)
+        try:
+            rows = _rows(rt, only)
+        finally:
+            rt.close()
     if as_json:
         print_json(rows)
         return
     blocks: list[str] = []
+    if rt.no_hooks:
+        why = rt.config.sources.get("no_hooks", "--no-hooks")
+        blocks.append(
+            f"({why}: native plugins and executable hooks are switched off; only built-ins run)"
+        )
     for ev in Event:
         if only is not None and ev is not only:
             continue
