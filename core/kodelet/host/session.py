@@ -9,7 +9,7 @@ field, not a confusing answer from some hook.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ..events import Event
 from ..payloads import PAYLOAD_TYPES, BasePayload, Message, StructuredToolResult, UsageInfo
@@ -78,89 +78,161 @@ class Session:
     # -- sync API ------------------------------------------------------------
 
     def before_tool_call(
-        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
+        self,
+        tool_name: str = _MISSING,
+        tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        return self.dispatch(Event.BEFORE_TOOL_CALL, tool_name=tool_name,  # type: ignore[no-any-return]
-                             tool_input=_mapping(tool_input), tool_user_id=tool_user_id)
+        fields = _before_tool(tool_name, tool_input, tool_user_id)
+        return cast(BeforeToolCallResult, self.dispatch(Event.BEFORE_TOOL_CALL, **fields))
 
     def after_tool_call(
-        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
-        tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING, tool_user_id: str = "",
+        self,
+        tool_name: str = _MISSING,
+        tool_input: Mapping[str, Any] | None = None,
+        tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING,
+        tool_user_id: str = "",
     ) -> AfterToolCallResult:
-        return self.dispatch(Event.AFTER_TOOL_CALL, **_after_tool(tool_name, tool_input,  # type: ignore[no-any-return]
-                                                                  tool_output, tool_user_id))
+        fields = _after_tool(tool_name, tool_input, tool_output, tool_user_id)
+        return cast(AfterToolCallResult, self.dispatch(Event.AFTER_TOOL_CALL, **fields))
 
     def user_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
-        return self.dispatch(Event.USER_MESSAGE_SEND, message=message)  # type: ignore[no-any-return]
+        result = self.dispatch(Event.USER_MESSAGE_SEND, message=message)
+        return cast(UserMessageSendResult, result)
 
     def after_turn(
-        self, turn_number: int = _MISSING, *, tools_used: bool = False,
-        usage: UsageInfo | Mapping[str, int] | None = None, auto_compact_enabled: bool = False,
-        auto_compact_threshold: float | None = None, messages: list[Message] | None = None,
+        self,
+        turn_number: int = _MISSING,
+        *,
+        tools_used: bool = False,
+        usage: UsageInfo | Mapping[str, int] | None = None,
+        auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None,
+        messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        return self.dispatch(Event.AFTER_TURN, turn_number=turn_number, tools_used=tools_used,  # type: ignore[no-any-return]
-                             usage=usage, auto_compact_enabled=auto_compact_enabled,
-                             auto_compact_threshold=auto_compact_threshold, messages=messages,
-                             response=response)
+        fields = dict(
+            turn_number=turn_number,
+            tools_used=tools_used,
+            usage=usage,
+            auto_compact_enabled=auto_compact_enabled,
+            auto_compact_threshold=auto_compact_threshold,
+            messages=messages,
+            response=response,
+        )
+        return cast(AfterTurnResult, self.dispatch(Event.AFTER_TURN, **fields))
 
     def agent_stop(
-        self, messages: list[Message] | None = None, *,
-        usage: UsageInfo | Mapping[str, int] | None = None, invoked_recipe: str = "",
-        auto_compact_enabled: bool = False, auto_compact_threshold: float | None = None,
+        self,
+        messages: list[Message] | None = None,
+        *,
+        usage: UsageInfo | Mapping[str, int] | None = None,
+        invoked_recipe: str = "",
+        auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
-        return self.dispatch(Event.AGENT_STOP, messages=messages or [], usage=usage,  # type: ignore[no-any-return]
-                             invoked_recipe=invoked_recipe,
-                             auto_compact_enabled=auto_compact_enabled,
-                             auto_compact_threshold=auto_compact_threshold)
+        fields = _agent_stop(
+            messages, usage, invoked_recipe, auto_compact_enabled, auto_compact_threshold
+        )
+        return cast(AgentStopResult, self.dispatch(Event.AGENT_STOP, **fields))
 
     # -- async API -----------------------------------------------------------
 
     async def abefore_tool_call(
-        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
+        self,
+        tool_name: str = _MISSING,
+        tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        return await self.adispatch(Event.BEFORE_TOOL_CALL, tool_name=tool_name,  # type: ignore[no-any-return]
-                                    tool_input=_mapping(tool_input), tool_user_id=tool_user_id)
+        fields = _before_tool(tool_name, tool_input, tool_user_id)
+        return cast(BeforeToolCallResult, await self.adispatch(Event.BEFORE_TOOL_CALL, **fields))
 
     async def aafter_tool_call(
-        self, tool_name: str = _MISSING, tool_input: Mapping[str, Any] | None = None,
-        tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING, tool_user_id: str = "",
+        self,
+        tool_name: str = _MISSING,
+        tool_input: Mapping[str, Any] | None = None,
+        tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING,
+        tool_user_id: str = "",
     ) -> AfterToolCallResult:
-        return await self.adispatch(Event.AFTER_TOOL_CALL, **_after_tool(  # type: ignore[no-any-return]
-            tool_name, tool_input, tool_output, tool_user_id))
+        fields = _after_tool(tool_name, tool_input, tool_output, tool_user_id)
+        return cast(AfterToolCallResult, await self.adispatch(Event.AFTER_TOOL_CALL, **fields))
 
     async def auser_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
-        return await self.adispatch(Event.USER_MESSAGE_SEND, message=message)  # type: ignore[no-any-return]
+        result = await self.adispatch(Event.USER_MESSAGE_SEND, message=message)
+        return cast(UserMessageSendResult, result)
 
     async def aafter_turn(
-        self, turn_number: int = _MISSING, *, tools_used: bool = False,
-        usage: UsageInfo | Mapping[str, int] | None = None, auto_compact_enabled: bool = False,
-        auto_compact_threshold: float | None = None, messages: list[Message] | None = None,
+        self,
+        turn_number: int = _MISSING,
+        *,
+        tools_used: bool = False,
+        usage: UsageInfo | Mapping[str, int] | None = None,
+        auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None,
+        messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        return await self.adispatch(Event.AFTER_TURN, turn_number=turn_number,  # type: ignore[no-any-return]
-                                    tools_used=tools_used, usage=usage,
-                                    auto_compact_enabled=auto_compact_enabled,
-                                    auto_compact_threshold=auto_compact_threshold,
-                                    messages=messages, response=response)
+        fields = dict(
+            turn_number=turn_number,
+            tools_used=tools_used,
+            usage=usage,
+            auto_compact_enabled=auto_compact_enabled,
+            auto_compact_threshold=auto_compact_threshold,
+            messages=messages,
+            response=response,
+        )
+        return cast(AfterTurnResult, await self.adispatch(Event.AFTER_TURN, **fields))
 
     async def aagent_stop(
-        self, messages: list[Message] | None = None, *,
-        usage: UsageInfo | Mapping[str, int] | None = None, invoked_recipe: str = "",
-        auto_compact_enabled: bool = False, auto_compact_threshold: float | None = None,
+        self,
+        messages: list[Message] | None = None,
+        *,
+        usage: UsageInfo | Mapping[str, int] | None = None,
+        invoked_recipe: str = "",
+        auto_compact_enabled: bool = False,
+        auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
-        return await self.adispatch(Event.AGENT_STOP, messages=messages or [], usage=usage,  # type: ignore[no-any-return]
-                                    invoked_recipe=invoked_recipe,
-                                    auto_compact_enabled=auto_compact_enabled,
-                                    auto_compact_threshold=auto_compact_threshold)
+        fields = _agent_stop(
+            messages, usage, invoked_recipe, auto_compact_enabled, auto_compact_threshold
+        )
+        return cast(AgentStopResult, await self.adispatch(Event.AGENT_STOP, **fields))
 
 
-def _after_tool(tool_name: str, tool_input: Mapping[str, Any] | None,
-                tool_output: Any, tool_user_id: str) -> dict[str, Any]:
-    return {"tool_name": tool_name, "tool_input": _mapping(tool_input),
-            "tool_output": tool_output, "tool_user_id": tool_user_id}
+def _before_tool(
+    tool_name: str, tool_input: Mapping[str, Any] | None, tool_user_id: str
+) -> dict[str, Any]:
+    return {
+        "tool_name": tool_name,
+        "tool_input": _mapping(tool_input),
+        "tool_user_id": tool_user_id,
+    }
+
+
+def _agent_stop(
+    messages: list[Message] | None,
+    usage: Any,
+    invoked_recipe: str,
+    auto_compact_enabled: bool,
+    auto_compact_threshold: float | None,
+) -> dict[str, Any]:
+    return {
+        "messages": messages or [],
+        "usage": usage,
+        "invoked_recipe": invoked_recipe,
+        "auto_compact_enabled": auto_compact_enabled,
+        "auto_compact_threshold": auto_compact_threshold,
+    }
+
+
+def _after_tool(
+    tool_name: str, tool_input: Mapping[str, Any] | None, tool_output: Any, tool_user_id: str
+) -> dict[str, Any]:
+    return {
+        "tool_name": tool_name,
+        "tool_input": _mapping(tool_input),
+        "tool_output": tool_output,
+        "tool_user_id": tool_user_id,
+    }
 
 
 def _mapping(value: Any) -> Any:
