@@ -232,6 +232,31 @@ def test_text_report_has_timeline_and_summary(hooked: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("columns", [80, 100, 120, 200])
+def test_timeline_is_one_line_per_row_at_any_width(hooked: Path, columns: int) -> None:
+    data = replay_json(hooked, str(OUTCOMES))
+    rows = sum(max(len(s["hooks"]), 1) + len(s.get("effects", [])) for s in data["timeline"])
+    proc = kodelet("--cwd", str(hooked), "replay", str(OUTCOMES), env={"COLUMNS": str(columns)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= columns for line in lines)
+    header = next(i for i, line in enumerate(lines) if line.startswith("Turn "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("Summary"))
+    timeline = [line for line in lines[header + 2 : end] if line.strip()]
+    assert len(timeline) == rows  # nothing wrapped onto a second line
+    assert lines[header].split() == (
+        ["Turn", "Event", "Hook", "Outcome", "Detail"]
+        if columns < 100
+        else ["Turn", "Event", "Hook", "Outcome", "Time", "Detail"]
+    )
+    blocked = next(line for line in timeline if " blocked " in line)
+    assert "10-guard" in blocked and "bash: rm -rf" in blocked
+    if columns >= 120:
+        assert "builtin:compact-trigger" in proc.stdout
+    if columns >= 200:
+        assert "Security policy: 'rm -rf' is not allowed" in proc.stdout
+
+
 def test_no_hooks_flag_keeps_only_the_builtin(hooked: Path) -> None:
     proc = kodelet("--cwd", str(hooked), "--no-hooks", "replay", str(OUTCOMES), "--json")
     assert proc.returncode == 0, proc.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -121,14 +122,40 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
-def timeline_table(replay: Replay) -> Table:
-    table = Table(title=f"Replay of {replay.name}", title_justify="left", expand=False)
+def _one_line(text: Text | str) -> Text:
+    line = text if isinstance(text, Text) else Text(text)
+    line.no_wrap, line.overflow = True, "ellipsis"
+    return line
+
+
+# Below this width the Time column goes (the summary keeps the total, --json every call).
+NARROW = 100
+
+
+def timeline_table(replay: Replay, width: int | None = None) -> Table:
+    """One line per hook call at any terminal width.
+
+    Hook names and details share what the fixed columns leave and are cut
+    with an ellipsis rather than wrapped: wrapped, each row at 80 columns
+    became a column of word fragments. Every detail is whole in ``--json``.
+    """
+    narrow = width is not None and width < NARROW
+    table = Table(
+        title=f"Replay of {replay.name}",
+        title_justify="left",
+        expand=False,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     table.add_column("Turn", justify="right", no_wrap=True)
     table.add_column("Event", no_wrap=True)
-    table.add_column("Hook", overflow="fold")
+    table.add_column("Hook", max_width=28)
     table.add_column("Outcome", no_wrap=True)
-    table.add_column("Time", justify="right", no_wrap=True)
-    table.add_column("Detail", overflow="fold")
+    if not narrow:
+        table.add_column("Time", justify="right", no_wrap=True)
+    table.add_column("Detail")
     last_turn = -1
     for step in replay.steps:
         turn = str(step.turn) if step.turn != last_turn else ""
@@ -140,7 +167,8 @@ def timeline_table(replay: Replay) -> Table:
         ) -> None:
             nonlocal first, turn
             event = Text(_step.event.value) if first else Text("")
-            table.add_row(turn, event, hook, outcome, time, detail)
+            times = [] if narrow else [time]
+            table.add_row(turn, event, _one_line(hook), outcome, *times, _one_line(detail))
             first, turn = False, ""
 
         if not step.hooks:
@@ -219,5 +247,5 @@ def render(replay: Replay, console: Console) -> None:
     console.print(head)
     for event, names in replay.hook_order.items():
         console.print(f"  {event}: {', '.join(names) if names else '[dim](none)[/]'}")
-    console.print(timeline_table(replay))
+    console.print(timeline_table(replay, console.width))
     console.print(summary_table(summary(replay)))
