@@ -111,14 +111,14 @@ class Session:
         messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        fields = dict(
-            turn_number=turn_number,
-            tools_used=tools_used,
-            usage=usage,
-            auto_compact_enabled=auto_compact_enabled,
-            auto_compact_threshold=auto_compact_threshold,
-            messages=messages,
-            response=response,
+        fields = _after_turn(
+            turn_number,
+            tools_used,
+            usage,
+            auto_compact_enabled,
+            auto_compact_threshold,
+            messages,
+            response,
         )
         return cast(AfterTurnResult, self.dispatch(Event.AFTER_TURN, **fields))
 
@@ -172,14 +172,14 @@ class Session:
         messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        fields = dict(
-            turn_number=turn_number,
-            tools_used=tools_used,
-            usage=usage,
-            auto_compact_enabled=auto_compact_enabled,
-            auto_compact_threshold=auto_compact_threshold,
-            messages=messages,
-            response=response,
+        fields = _after_turn(
+            turn_number,
+            tools_used,
+            usage,
+            auto_compact_enabled,
+            auto_compact_threshold,
+            messages,
+            response,
         )
         return cast(AfterTurnResult, await self.adispatch(Event.AFTER_TURN, **fields))
 
@@ -205,6 +205,26 @@ def _before_tool(
         "tool_name": tool_name,
         "tool_input": _mapping(tool_input),
         "tool_user_id": tool_user_id,
+    }
+
+
+def _after_turn(
+    turn_number: int,
+    tools_used: bool,
+    usage: Any,
+    auto_compact_enabled: bool,
+    auto_compact_threshold: float | None,
+    messages: list[Message] | None,
+    response: str | None,
+) -> dict[str, Any]:
+    return {
+        "turn_number": turn_number,
+        "tools_used": tools_used,
+        "usage": usage,
+        "auto_compact_enabled": auto_compact_enabled,
+        "auto_compact_threshold": auto_compact_threshold,
+        "messages": messages,
+        "response": response,
     }
 
 
