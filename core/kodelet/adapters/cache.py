@@ -22,12 +22,12 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, parse_event
-from .discovery import query_event
+from .discovery import BATCH_LIMIT, query_event, query_events
 
 log = logging.getLogger("kodelet.cache")
 
@@ -53,7 +53,7 @@ class DiscoveryCache:
     """A query function for :func:`discover` that answers from disk when it can
     (one instance per discovery: it remembers directories' real paths).
 
-    Thread-safe: :func:`discover` queries hooks from a thread pool.
+    Thread-safe, so that a custom ``query`` may be called from a thread pool.
     """
 
     def __init__(
@@ -61,6 +61,7 @@ class DiscoveryCache:
     ) -> None:
         self.path = Path(directory) / CACHE_FILE
         self._env = dict(os.environ if env is None else env)
+        self._custom = query
         self._query: Query = query or (lambda p: query_event(p, self._env))
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
@@ -141,12 +142,55 @@ class DiscoveryCache:
                 self.hits += 1
             return answer
         # Stat taken before asking: a file edited while being queried gets a new key next time.
-        event, protocols = self._query(path)
+        answer = self._query(path)
+        self._store(real, key, answer)
+        return answer
+
+    def _store(self, real: str, key: list[int], answer: Answer) -> None:
+        event, protocols = answer
         with self._lock:
             self.misses += 1
             self._entries[real] = {"stat": key, "event": event.value, "protocols": list(protocols)}
             self._dirty = True
-        return event, protocols
+
+    def query_many(
+        self, paths: Sequence[Path], *, limit: int = BATCH_LIMIT
+    ) -> list[Answer | ValueError]:
+        """Like calling the cache on each path, with every miss asked at once
+        (:func:`query_events`): each answer or its ``ValueError``, in order."""
+        answers: list[Answer | ValueError | None] = []
+        misses: list[tuple[int, Path, tuple[str, list[int]] | None]] = []
+        for path in paths:
+            try:
+                real, key, answer = self.lookup(path)
+            except OSError:
+                misses.append((len(answers), path, None))  # asked, and reported, but not kept
+                answers.append(None)
+                continue
+            if answer is not None:
+                with self._lock:
+                    self.hits += 1
+            else:
+                misses.append((len(answers), path, (real, key)))
+            answers.append(answer)
+        if self._custom is None:
+            asked = query_events([p for _, p, _ in misses], self._env, limit=limit)
+        else:
+            asked = []
+            for _, path, _ in misses:
+                try:
+                    asked.append(self._custom(path))
+                except ValueError as exc:
+                    asked.append(exc)
+        for (i, _, where), reply in zip(misses, asked, strict=True):
+            answers[i] = reply
+            if where is not None and not isinstance(reply, ValueError):
+                self._store(*where, reply)
+        done: list[Answer | ValueError] = []
+        for got in answers:
+            assert got is not None
+            done.append(got)
+        return done
 
     def save(self) -> None:
         """Write the cache atomically if anything changed; never raises for I/O trouble."""

@@ -11,7 +11,7 @@ import functools
 import logging
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,15 @@ import attrs
 from ..config import Config
 from ..events import Event, parse_event
 from ..places import Places
-from .process import SpawnError, run_process
+from .process import Job, ProcessResult, SpawnError, run_batch, run_process
 
 log = logging.getLogger("kodelet.discovery")
 
 QUERY_TIMEOUT = 5.0
+QUERY_CAP = 4096
+# Queries in flight at once: enough to keep the cores busy while a few hooks hang,
+# few enough that five hundred hooks do not become five hundred processes.
+BATCH_LIMIT = 16
 DISABLE_SUFFIX = ".disable"
 
 
@@ -243,21 +247,19 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
     return todo, skipped
 
 
-def query_event(path: Path, env: Mapping[str, str] | None = None) -> tuple[Event, tuple[str, ...]]:
-    """Ask ``<exe> hook`` which event it handles; ``ValueError`` says why it cannot be used."""
+Answer = tuple[Event, tuple[str, ...]]
+
+
+def _query_env(env: Mapping[str, str] | None) -> dict[str, str]:
     qenv = dict(os.environ if env is None else env)
     qenv["KODELET_HOOK_PROTOCOLS"] = "jsonl"
-    try:
-        res = run_process(
-            [str(path), "hook"],
-            b"",
-            cwd=str(path.parent),
-            env=qenv,
-            timeout=QUERY_TIMEOUT,
-            stdout_cap=4096,
-        )
-    except SpawnError as exc:
-        raise ValueError(str(exc.strerror)) from None
+    return qenv
+
+
+def _answer(res: ProcessResult | SpawnError) -> Answer:
+    """What one ``hook`` query said; ``ValueError`` says why the hook cannot be used."""
+    if isinstance(res, SpawnError):
+        raise ValueError(str(res.strerror))
     if res.timed_out:
         raise ValueError(f"'hook' query gave no answer within {QUERY_TIMEOUT:g}s")
     problem = res.failure(QUERY_TIMEOUT)
@@ -276,12 +278,48 @@ def query_event(path: Path, env: Mapping[str, str] | None = None) -> tuple[Event
     return event, tuple(words[1:])
 
 
+def query_event(path: Path, env: Mapping[str, str] | None = None) -> Answer:
+    """Ask ``<exe> hook`` which event it handles; ``ValueError`` says why it cannot be used."""
+    try:
+        res = run_process(
+            [str(path), "hook"],
+            b"",
+            cwd=str(path.parent),
+            env=_query_env(env),
+            timeout=QUERY_TIMEOUT,
+            stdout_cap=QUERY_CAP,
+        )
+    except SpawnError as exc:
+        return _answer(exc)
+    return _answer(res)
+
+
+def query_events(
+    paths: Sequence[Path], env: Mapping[str, str] | None = None, *, limit: int = BATCH_LIMIT
+) -> list[Answer | ValueError]:
+    """:func:`query_event` for many files at once: each answer, or the ``ValueError``
+    that would have been raised, in the order of ``paths``.
+
+    All queries are started from this thread and read in one selector loop (at
+    most ``limit`` at a time), each with its own timeout: cheaper than a thread
+    per query, and many hooks that hang cost one timeout, not one each."""
+    qenv = _query_env(env)
+    jobs = [Job(argv=(str(p), "hook"), cwd=str(p.parent), env=qenv) for p in paths]
+    answers: list[Answer | ValueError] = []
+    for res in run_batch(jobs, timeout=QUERY_TIMEOUT, stdout_cap=QUERY_CAP, limit=limit):
+        try:
+            answers.append(_answer(res))
+        except ValueError as exc:
+            answers.append(exc)
+    return answers
+
+
 def discover(
     places: Places,
     config: Config | None = None,
     *,
     query: object = None,
-    workers: int = 8,
+    workers: int | None = None,
     env: Mapping[str, str] | None = None,
 ) -> list[DiscoveredHook]:
     """Every hook file in precedence order, each active, skipped or disabled.
@@ -289,11 +327,17 @@ def discover(
     ``query`` replaces :func:`query_event` (the discovery cache passes its own).
     If it also has a ``peek(path)`` method that answers without running
     anything (or None), those answers are taken first and only the rest are
-    queried, in parallel: a warm cache then costs no thread pool at all.
+    queried: a warm cache then spawns nothing. The rest are asked all at once
+    from this thread (:func:`query_events`) when ``query`` is None or has a
+    ``query_many(paths, limit=)`` method that does the same; any other callable is
+    called from a thread pool. ``workers`` caps the queries in flight.
     ``env`` is the environment the hooks will run in: a hook is asked its event
     in the same environment, so both answers come from the same world."""
     ask = query if callable(query) else functools.partial(query_event, env=env)
     peek = getattr(query, "peek", None)
+    many: Any = getattr(query, "query_many", None)
+    if query is None:
+        many = functools.partial(query_events, env=env)
     todo, found = scan(places)
 
     def settle(cand: Candidate, answer: tuple[Event, tuple[str, ...]]) -> DiscoveredHook:
@@ -309,12 +353,15 @@ def discover(
         log.debug("hook %s handles %s (%s)", cand.name, event.value, cand.path)
         return DiscoveredHook(candidate=cand, event=event, status="active", protocols=protocols)
 
+    def skip(cand: Candidate, exc: ValueError) -> DiscoveredHook:
+        log.warning("hook %s skipped: %s", cand.name, exc)
+        return DiscoveredHook(candidate=cand, event=None, status="skipped", reason=str(exc))
+
     def one(cand: Candidate) -> DiscoveredHook:
         try:
             answer = ask(cand.path)
         except ValueError as exc:
-            log.warning("hook %s skipped: %s", cand.name, exc)
-            return DiscoveredHook(candidate=cand, event=None, status="skipped", reason=str(exc))
+            return skip(cand, exc)
         return settle(cand, answer)
 
     results: list[DiscoveredHook | None] = []
@@ -336,8 +383,16 @@ def discover(
             pending.append((len(results), cand))
             results.append(None)
 
-    if len(pending) > 1:
-        with ThreadPoolExecutor(max_workers=min(workers, len(pending))) as pool:
+    answers: list[DiscoveredHook]
+    if callable(many) and len(pending) > 1:
+        cands = [c for _, c in pending]
+        asked = many([c.path for c in cands], limit=workers or BATCH_LIMIT)
+        answers = [
+            skip(c, a) if isinstance(a, ValueError) else settle(c, a)
+            for c, a in zip(cands, asked, strict=True)
+        ]
+    elif len(pending) > 1:
+        with ThreadPoolExecutor(max_workers=min(workers or 8, len(pending))) as pool:
             answers = list(pool.map(one, [c for _, c in pending]))
     else:
         answers = [one(c) for _, c in pending]
