@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -75,3 +77,27 @@ def setup_logging() -> None:
         format="kodelet: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+class _DropWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
+
+
+@contextlib.contextmanager
+def listing_quietly() -> Iterator[None]:
+    """Mute the warnings a skipped hook or a broken plugin logs while it is found.
+
+    A real run needs them, nothing else would tell the user; a listing shows
+    each one with its reason, and saying it twice is noise. Debug lines
+    (``KODELET_LOG_LEVEL=debug``) still come through.
+    """
+    drop = _DropWarnings()
+    loggers = [logging.getLogger(name) for name in ("kodelet.discovery", "kodelet.loading")]
+    for logger in loggers:
+        logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(drop)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import re
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ from ..payloads import field_names
 from ..places import Places
 from ..runtime import Runtime
 from ..wire import WireError, payload_from_wire, result_to_wire
-from .common import fail, make_runtime, print_json, render_table, state
+from .common import fail, listing_quietly, make_runtime, print_json, render_table, state
 
 app = typer.Typer(
     help="List, run, enable and disable hooks.",
@@ -113,30 +110,6 @@ def _rows(rt: Runtime, only: Event | None) -> list[dict[str, Any]]:
     return rows
 
 
-class _DropWarnings(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno != logging.WARNING
-
-
-@contextlib.contextmanager
-def _table_says_it() -> Iterator[None]:
-    """Mute the warnings a skipped hook or plugin logs while it is found.
-
-    A real run needs them, nothing else would tell the user; here the
-    listing shows each one with its reason, and saying it twice is noise.
-    Debug lines (``KODELET_LOG_LEVEL=debug``) still come through.
-    """
-    drop = _DropWarnings()
-    loggers = [logging.getLogger(name) for name in ("kodelet.discovery", "kodelet.loading")]
-    for logger in loggers:
-        logger.addFilter(drop)
-    try:
-        yield
-    finally:
-        for logger in loggers:
-            logger.removeFilter(drop)
-
-
 @app.command("list")
 def list_hooks(
     ctx: typer.Context,
@@ -145,7 +118,7 @@ def list_hooks(
 ) -> None:
     """Show, per event, the hooks in call order and the ones that will not run, with why."""
     only = _event(event) if event is not None else None
-    with _table_says_it():
+    with listing_quietly():
         rt = make_runtime(ctx)
         try:
             rows = _rows(rt, only)

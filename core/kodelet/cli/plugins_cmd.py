@@ -15,7 +15,7 @@ from ..config import ConfigError
 from ..places import Places
 from ..recipes.loader import builtin_recipes
 from ..runtime import Runtime
-from .common import fail, print_json, render_table, state
+from .common import fail, listing_quietly, print_json, render_table, state
 from .hooks_cmd import implemented
 
 app = typer.Typer(
@@ -28,7 +28,8 @@ def _native_rows(cwd: Path) -> list[dict[str, Any]]:
     """Every installed native plugin, whatever ``--no-hooks`` says: this is an inventory."""
     env = {k: v for k, v in os.environ.items() if k != "KODELET_NO_HOOKS"}
     try:
-        rt = Runtime(cwd=cwd, executables=False, env=env)
+        with listing_quietly():
+            rt = Runtime(cwd=cwd, executables=False, env=env)
     except ConfigError as exc:
         fail(str(exc), 2)
     try:
