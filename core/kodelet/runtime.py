@@ -30,7 +30,8 @@ from .adapters.persistent import PROTOCOL as PERSISTENT_PROTOCOL
 from .adapters.persistent import PersistentHook
 from .config import Config, load_config
 from .events import Event
-from .loading import PluginInfo, entry_points, load
+from .loading import PluginInfo, load
+from .loading import entry_points as _entry_points  # the name is also a parameter below
 from .markers import PROJECT
 from .payloads import BasePayload
 from .places import Places
@@ -247,11 +248,6 @@ class Runtime:
 
     # -- dispatch ------------------------------------------------------------
 
-    def _start(self, payload: BasePayload) -> tuple[Reducer, list[HookEntry]]:
-        if self._closed:
-            raise RuntimeError("runtime is closed")
-        return reducer_for(payload), self.hooks(payload.EVENT)
-
     def _plan(self, event: Event) -> list[_Step]:
         """The event's call order, unpacked once into what the dispatch loop needs per hook."""
         entries = self.hooks(event)
@@ -286,16 +282,6 @@ class Runtime:
             red.fail_closed(entry.name, why)
             detail = "fail-closed: blocked"
         return (entry.name, entry.source, Outcome.ERROR, duration, why, detail)
-
-    def _settle(self, red: Reducer, entry: HookEntry, raw: Any, started: float) -> TraceRecord:
-        raw_record = self._settled(red, entry, raw, time.perf_counter() - started)
-        return _record(red.payload.EVENT, raw_record)
-
-    def _fail(
-        self, red: Reducer, entry: HookEntry, exc: BaseException, started: float
-    ) -> TraceRecord:
-        raw_record = self._failed(red, entry, exc, time.perf_counter() - started)
-        return _record(red.payload.EVENT, raw_record)
 
     # The hot path. Per hook it does what pluggy's own loop does (gather the
     # arguments, call) plus one clock read and one tuple for the trace; the
@@ -535,7 +521,3 @@ def _being_cancelled() -> bool:
     ``CancelledError`` of its own accord (which is that hook's failure)."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _entry_points() -> list[tuple[bool, Any]]:
-    return entry_points()
