@@ -11,7 +11,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-import attrs
 import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -174,7 +173,3 @@ def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False)
-
-
-def fields_of(cls: type[Any]) -> tuple[str, ...]:
-    return tuple(a.name for a in attrs.fields(cls))
