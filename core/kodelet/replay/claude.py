@@ -32,6 +32,7 @@ from .format import (
     ToolCall,
     Usage,
     UserItem,
+    read_text,
 )
 
 CLAUDE_CONTEXT_WINDOW = 200_000
@@ -192,15 +193,4 @@ def _finish(item: Item | _Turn, results: dict[str, StructuredToolResult]) -> Ite
 
 
 def import_file(path: str | Path) -> RecordedSession:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SessionFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SessionFormatError(f"{path}: is a directory, not a transcript") from None
-    except UnicodeDecodeError:
-        raise SessionFormatError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise SessionFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return import_lines(text.splitlines(), str(path))
+    return import_lines(read_text(path, "a transcript").splitlines(), str(path))

@@ -302,19 +302,23 @@ def loads(text: str, name: str = "session") -> RecordedSession:
         raise SessionFormatError(f"{name}: {exc}") from None
 
 
-def load(path: str | Path) -> RecordedSession:
-    p = Path(path)
+def read_text(path: str | Path, kind: str) -> str:
+    """A file's text, or a one-line :class:`SessionFormatError` naming the path and why
+    it cannot be read (``kind`` is what a directory was mistaken for)."""
     try:
-        text = p.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SessionFormatError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise SessionFormatError(f"{path}: is a directory, not a session file") from None
+        raise SessionFormatError(f"{path}: is a directory, not {kind}") from None
     except UnicodeDecodeError:
         raise SessionFormatError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise SessionFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return loads(text, str(path))
+
+
+def load(path: str | Path) -> RecordedSession:
+    return loads(read_text(path, "a session file"), str(path))
 
 
 def load_demo() -> RecordedSession:
