@@ -154,7 +154,8 @@ class Runtime:
     def register(
         self, plugin: Any, name: str | None = None, *, builtin: bool = False
     ) -> PluginInfo:
-        """Register a native plugin object or module programmatically."""
+        """For plugins built in code rather than installed: one registered after the
+        runtime is built still gets its ``configure`` call, at once."""
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         info = PluginInfo(
             name=name,
