@@ -414,3 +414,61 @@ def test_a_fresh_interpreter_discovers_the_installed_plugins(
     assert out["btc"] == {"command": "ls", "guarded": True, "audited": True}
     assert out["stop"] == ["guard saw 0 messages", "audit"]
     assert "Traceback" not in proc.stderr
+
+
+CONFIGURED = """
+from kodelet import hookimpl
+
+
+class Configured:
+    def __init__(self):
+        self.words = []
+
+    @hookimpl
+    def configure(self, config):
+        self.words = list(config.get("words", []))
+
+    @hookimpl
+    def user_message_send(self, message):
+        if any(w in message for w in self.words):
+            return {"blocked": True, "reason": "configured: " + ",".join(self.words)}
+        return None
+"""
+
+
+def test_an_entry_point_naming_a_class_gets_one_instance_per_runtime(tmp_path, monkeypatch):
+    """Two runtimes with different configuration never share a plugin's settings."""
+    site = tmp_path / "site"
+    (site / "kp_configured-1.0.dist-info").mkdir(parents=True)
+    (site / "kp_configured.py").write_text(CONFIGURED)
+    info = site / "kp_configured-1.0.dist-info"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kp-configured\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[kodelet.plugins]\nconfigured = kp_configured:Configured\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    projects = []
+    for word in ("alpha", "beta"):
+        project = tmp_path / word
+        (project / ".kodelet").mkdir(parents=True)
+        (project / ".kodelet" / "config.toml").write_text(
+            f'[plugin.configured]\nwords = ["{word}"]\n'
+        )
+        projects.append(project)
+    try:
+        with (
+            Runtime(cwd=projects[0], executables=False) as first,
+            Runtime(cwd=projects[1], executables=False) as second,
+        ):
+            one = first.dispatch(UserMessageSendPayload(message="alpha and beta")).result
+            two = second.dispatch(UserMessageSendPayload(message="alpha and beta")).result
+            plugins = [
+                next(p.plugin for p in rt.plugins if p.name == "configured")
+                for rt in (first, second)
+            ]
+    finally:
+        sys.modules.pop("kp_configured", None)
+    assert one == UserMessageSendResult(blocked=True, reason="configured: alpha")
+    assert two == UserMessageSendResult(blocked=True, reason="configured: beta")
+    assert plugins[0] is not plugins[1]
+    assert type(plugins[0]).__name__ == "Configured"

@@ -289,7 +289,7 @@ def test_scaffolded_plugin_passes_its_own_tests(tmp_path):
     meta = tomllib.loads((project / "pyproject.toml").read_text())
     assert meta["project"]["name"] == "kodelet-plugin-demo-guard"
     assert meta["project"]["entry-points"]["kodelet.plugins"] == {
-        "demo-guard": "kodelet_plugin_demo_guard:plugin"
+        "demo-guard": "kodelet_plugin_demo_guard:DemoGuard"
     }
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],

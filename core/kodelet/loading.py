@@ -7,6 +7,7 @@ and shown by ``kodelet plugins list`` instead.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import sys
 from pathlib import Path
@@ -63,7 +64,10 @@ def load(ep: Any, builtin: bool) -> PluginInfo:
         version=None if dist is None else dist.version,
     )
     try:
-        info.plugin = ep.load()
+        target = ep.load()
+        # An entry point naming a class gets one instance per runtime, so a
+        # plugin's settings from ``configure`` never leak between runtimes.
+        info.plugin = target() if inspect.isclass(target) else target
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise

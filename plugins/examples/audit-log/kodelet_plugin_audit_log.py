@@ -139,6 +139,3 @@ class AuditLog:
                 "invoked_recipe": invoked_recipe or None,
             },
         )
-
-
-plugin = AuditLog()

@@ -100,6 +100,3 @@ class Guardrail:
                     blocked=True, reason=f"Security policy: message contains a secret ({name})"
                 )
         return None
-
-
-plugin = Guardrail()

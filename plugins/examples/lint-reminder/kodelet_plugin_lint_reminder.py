@@ -40,6 +40,3 @@ class LintReminder:
         if any(tool in m.content for m in messages for tool in self.tools):
             return AgentStopResult(result="continue", follow_up_messages=[self.message])
         return None
-
-
-plugin = LintReminder()
