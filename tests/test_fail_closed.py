@@ -238,3 +238,63 @@ def test_fail_closed_guard_blocks_even_after_an_earlier_rewrite(project: Path) -
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert_failed_closed(d, "b-guard", "exited with status 2")
     assert d.result.input is None
+
+
+# -- a fail-closed hook that cannot even be loaded still guards ----------------------
+
+
+def _unloadable(project: Path, how: str) -> None:
+    hooks = project / ".kodelet" / "hooks"
+    if how == "not-executable":
+        write_hook(hooks, "guard", guard_script(Event.BEFORE_TOOL_CALL, "exit 0")).chmod(0o644)
+    elif how == "untrusted":
+        write_hook(hooks, "guard", guard_script(Event.BEFORE_TOOL_CALL, "exit 0")).chmod(0o777)
+    elif how == "query-fails":
+        write_hook(hooks, "guard", "#!/bin/sh\nexit 4\n")
+    else:
+        raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["not-executable", "untrusted", "query-fails"])
+@pytest.mark.parametrize("event", list(BLOCKING))
+def test_unloadable_fail_closed_hook_blocks_in_its_place(project, how, event):
+    _unloadable(project, how)
+    configure(project, "guard")
+    with Runtime(cwd=project) as rt:
+        skipped = [h for h in rt.discovered if h.name == "guard"]
+        assert [h.status for h in skipped] == ["skipped"]
+        d = rt.dispatch(BLOCKING[event]())
+    assert d.result.blocked is True
+    assert d.result.reason == f"hook guard failed (fail-closed): not run: {skipped[0].reason}"
+    assert [(r.name, r.outcome) for r in d.trace] == [("guard", Outcome.ERROR)]
+
+
+def test_unloadable_hook_without_fail_closed_guards_nothing(project):
+    _unloadable(project, "not-executable")
+    configure(project, "guard", fail_closed=False)
+    with Runtime(cwd=project) as rt:
+        d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
+    assert d.result.blocked is False
+    assert d.trace == ()
+
+
+def test_stand_in_only_covers_blocking_events(project):
+    _unloadable(project, "not-executable")
+    configure(project, "guard")
+    with Runtime(cwd=project) as rt:
+        assert [e.name for e in rt.hooks(Event.AFTER_TOOL_CALL)] == []
+        assert "guard" not in [e.name for e in rt.hooks(Event.AGENT_STOP)]
+
+
+def test_disabled_or_shadowed_fail_closed_hook_gets_no_stand_in(project, kodelet_home):
+    hooks = project / ".kodelet" / "hooks"
+    write_hook(hooks, "off.disable", guard_script(Event.BEFORE_TOOL_CALL, "exit 3"))
+    write_hook(hooks, "guard", guard_script(Event.BEFORE_TOOL_CALL, "exit 0"))
+    write_hook(kodelet_home / "hooks", "guard", guard_script(Event.BEFORE_TOOL_CALL, "exit 3"))
+    (project / ".kodelet" / "config.toml").write_text(
+        '[hooks."guard"]\nfail_closed = true\n[hooks."off.disable"]\nfail_closed = true\n'
+    )
+    with Runtime(cwd=project) as rt:
+        d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
+    assert d.result.blocked is False
+    assert [(r.name, r.outcome) for r in d.trace] == [("guard", Outcome.NO_ACTION)]

@@ -28,6 +28,7 @@ from .adapters.discovery import DiscoveredHook, discover
 from .adapters.executable import ExecutableHook, HookFailure
 from .adapters.persistent import PROTOCOL as PERSISTENT_PROTOCOL
 from .adapters.persistent import PersistentHook
+from .adapters.standin import FailClosedStandIn, needs_stand_in
 from .config import Config, load_config
 from .events import Event
 from .loading import PluginInfo, load
@@ -174,10 +175,12 @@ class Runtime:
         self.discovered = discover(self.places, self.config, env=self.env, **options)
         if isinstance(options.get("query"), DiscoveryCache):
             options["query"].save()
-        active = [h for h in self.discovered if h.status == "active"]
+        active = [h for h in self.discovered if h.status == "active" or self._guards(h)]
         # Registered lowest precedence first: pluggy calls later registrations first.
         for hook in reversed(active):
-            exe = self._make_executable(hook)
+            exe: Any = (
+                self._make_executable(hook) if hook.status == "active" else FailClosedStandIn(hook)
+            )
             try:
                 self.pm.register(exe, name=hook.name)
             except ValueError as exc:
@@ -186,6 +189,14 @@ class Runtime:
                 continue
             self._sources[hook.name] = Source.EXECUTABLE
         self._order.clear()
+
+    def _guards(self, hook: DiscoveredHook) -> bool:
+        """A fail-closed hook that cannot run gets a stand-in that blocks in its place."""
+        return (
+            needs_stand_in(hook)
+            and self.config.hook(hook.name).fail_closed
+            and not any(h.name == hook.name and h.status == "active" for h in self.discovered)
+        )
 
     def _discover_options(self) -> dict[str, Any]:
         """Answers to ``hook`` come from the discovery cache unless ``KODELET_NO_CACHE`` is set."""

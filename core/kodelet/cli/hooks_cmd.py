@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from ..adapters.discovery import DISABLE_SUFFIX
+from ..adapters.standin import FailClosedStandIn
 from ..config import Config, ConfigError, load_config
 from ..events import Event, parse_event
 from ..loading import entry_points
@@ -83,7 +84,10 @@ def _rows(rt: Runtime, only: Event | None) -> list[dict[str, Any]]:
             continue
         for i, entry in enumerate(rt.hooks(event), start=1):
             path = entry.path if entry.executable is not None else paths.get(entry.name, entry.path)
-            row(event, entry.name, entry.source.value, path, i, "active", None)
+            why = None
+            if isinstance(entry.impl.plugin, FailClosedStandIn):
+                why = f"cannot run ({entry.impl.plugin.reason}); fail_closed: blocks in its place"
+            row(event, entry.name, entry.source.value, path, i, "active", why)
         for hook in rt.discovered:
             if hook.event is event and hook.status != "active":
                 row(event, hook.name, "executable", hook.path, None, hook.status, hook.reason)
