@@ -95,9 +95,8 @@ def test_timeout_flag_overrides_per_hook_timeouts(project: Path, kodelet_home: P
     p = places(project, kodelet_home)
     assert load_config(p, {}).timeout_for("slow") == 9.0
     assert load_config(p, {}).timeout_for("other") == 30.0
-    # A per-hook timeout is more specific than the environment's global default...
-    assert load_config(p, {"KODELET_HOOK_TIMEOUT": "2"}).timeout_for("slow") == 9.0
-    # ...but an explicit flag on this run overrides every timeout.
+    # The environment and an explicit flag override files, per-hook tables included.
+    assert load_config(p, {"KODELET_HOOK_TIMEOUT": "2"}).timeout_for("slow") == 2.0
     assert load_config(p, {}, timeout=1).timeout_for("slow") == 1.0
 
 

@@ -298,3 +298,19 @@ def test_disabled_or_shadowed_fail_closed_hook_gets_no_stand_in(project, kodelet
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert d.result.blocked is False
     assert [(r.name, r.outcome) for r in d.trace] == [("guard", Outcome.NO_ACTION)]
+
+
+@pytest.mark.parametrize(
+    "switch_off", ['[hooks]\ndisabled = ["guard"]\n', '[hooks."guard"]\nenabled = false\n']
+)
+def test_fail_closed_hook_switched_off_in_config_gets_no_stand_in(project, switch_off):
+    _unloadable(project, "query-fails")
+    (project / ".kodelet" / "config.toml").write_text(
+        switch_off
+        + ('[hooks."guard"]\n' if "enabled" not in switch_off else "")
+        + "fail_closed = true\n"
+    )
+    with Runtime(cwd=project) as rt:
+        d = rt.dispatch(BLOCKING[Event.USER_MESSAGE_SEND]())
+    assert d.result.blocked is False
+    assert d.trace == ()

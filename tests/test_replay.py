@@ -244,11 +244,7 @@ def test_timeline_is_one_line_per_row_at_any_width(hooked: Path, columns: int) -
     end = next(i for i, line in enumerate(lines) if line.startswith("Summary"))
     timeline = [line for line in lines[header + 2 : end] if line.strip()]
     assert len(timeline) == rows  # nothing wrapped onto a second line
-    assert lines[header].split() == (
-        ["Turn", "Event", "Hook", "Outcome", "Detail"]
-        if columns < 100
-        else ["Turn", "Event", "Hook", "Outcome", "Time", "Detail"]
-    )
+    assert lines[header].split() == ["Turn", "Event", "Hook", "Outcome", "Time", "Detail"]
     blocked = next(line for line in timeline if " blocked " in line)
     assert "10-guard" in blocked and "bash: rm -rf" in blocked
     if columns >= 120:

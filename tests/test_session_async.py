@@ -450,3 +450,20 @@ def test_async_impl_gets_the_hook_time_limit(tmp_path: Path, api: str) -> None:
         ("slow", Outcome.ERROR, "timed out after 0.2s"),
         ("own", Outcome.ERROR, "TimeoutError: upstream API"),
     ]
+
+
+def test_agent_stop_invoked_recipe_defaults_to_the_sessions_recipe():
+    seen = []
+
+    class Spy:
+        @hookimpl
+        def agent_stop(self, recipe_name, invoked_recipe):
+            seen.append((recipe_name, invoked_recipe))
+
+    rt = Runtime(entry_points=False, executables=False, plugins=[Spy()])
+    session = Session(rt, recipe_name="review")
+    session.agent_stop([])
+    session.agent_stop([], invoked_recipe="")
+    session.agent_stop([], invoked_recipe="compact")
+    rt.close()
+    assert seen == [("review", "review"), ("review", ""), ("review", "compact")]

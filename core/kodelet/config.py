@@ -48,8 +48,11 @@ class Config:
         return self.hooks.get(name) or HookSettings()
 
     def timeout_for(self, name: str) -> float:
+        """A hook's own timeout from a file, unless the environment or a flag set one:
+        those override files, per-hook tables included."""
         own = self.hook(name).timeout
-        if own is not None and self.sources.get("hooks.timeout") != "--timeout":
+        overridden = self.sources.get("hooks.timeout", "").startswith(("--", "env "))
+        if own is not None and not overridden:
             return own
         return self.timeout
 

@@ -195,6 +195,7 @@ class Runtime:
         return (
             needs_stand_in(hook)
             and self.config.hook(hook.name).fail_closed
+            and self.config.hook_enabled(hook.name)
             and not any(h.name == hook.name and h.status == "active" for h in self.discovered)
         )
 

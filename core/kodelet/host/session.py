@@ -127,12 +127,16 @@ class Session:
         messages: list[Message] | None = None,
         *,
         usage: UsageInfo | Mapping[str, int] | None = None,
-        invoked_recipe: str = "",
+        invoked_recipe: str | None = None,
         auto_compact_enabled: bool = False,
         auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
         fields = _agent_stop(
-            messages, usage, invoked_recipe, auto_compact_enabled, auto_compact_threshold
+            messages,
+            usage,
+            self.recipe_name if invoked_recipe is None else invoked_recipe,
+            auto_compact_enabled,
+            auto_compact_threshold,
         )
         return cast(AgentStopResult, self.dispatch(Event.AGENT_STOP, **fields))
 
@@ -188,12 +192,16 @@ class Session:
         messages: list[Message] | None = None,
         *,
         usage: UsageInfo | Mapping[str, int] | None = None,
-        invoked_recipe: str = "",
+        invoked_recipe: str | None = None,
         auto_compact_enabled: bool = False,
         auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
         fields = _agent_stop(
-            messages, usage, invoked_recipe, auto_compact_enabled, auto_compact_threshold
+            messages,
+            usage,
+            self.recipe_name if invoked_recipe is None else invoked_recipe,
+            auto_compact_enabled,
+            auto_compact_threshold,
         )
         return cast(AgentStopResult, await self.adispatch(Event.AGENT_STOP, **fields))
 

@@ -128,18 +128,13 @@ def _one_line(text: Text | str) -> Text:
     return line
 
 
-# Below this width the Time column goes (the summary keeps the total, --json every call).
-NARROW = 100
-
-
-def timeline_table(replay: Replay, width: int | None = None) -> Table:
+def timeline_table(replay: Replay) -> Table:
     """One line per hook call at any terminal width.
 
     Hook names and details share what the fixed columns leave and are cut
     with an ellipsis rather than wrapped: wrapped, each row at 80 columns
     became a column of word fragments. Every detail is whole in ``--json``.
     """
-    narrow = width is not None and width < NARROW
     table = Table(
         title=f"Replay of {replay.name}",
         title_justify="left",
@@ -153,8 +148,7 @@ def timeline_table(replay: Replay, width: int | None = None) -> Table:
     table.add_column("Event", no_wrap=True)
     table.add_column("Hook", max_width=28)
     table.add_column("Outcome", no_wrap=True)
-    if not narrow:
-        table.add_column("Time", justify="right", no_wrap=True)
+    table.add_column("Time", justify="right", no_wrap=True)
     table.add_column("Detail")
     last_turn = -1
     for step in replay.steps:
@@ -167,8 +161,7 @@ def timeline_table(replay: Replay, width: int | None = None) -> Table:
         ) -> None:
             nonlocal first, turn
             event = Text(_step.event.value) if first else Text("")
-            times = [] if narrow else [time]
-            table.add_row(turn, event, _one_line(hook), outcome, *times, _one_line(detail))
+            table.add_row(turn, event, _one_line(hook), outcome, time, _one_line(detail))
             first, turn = False, ""
 
         if not step.hooks:
@@ -247,5 +240,5 @@ def render(replay: Replay, console: Console) -> None:
     console.print(head)
     for event, names in replay.hook_order.items():
         console.print(f"  {event}: {', '.join(names) if names else '[dim](none)[/]'}")
-    console.print(timeline_table(replay, console.width))
+    console.print(timeline_table(replay))
     console.print(summary_table(summary(replay)))

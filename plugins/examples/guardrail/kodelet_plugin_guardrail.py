@@ -4,10 +4,9 @@ Blocks the shell commands the seeds' example guardrail blocks, with the same
 reasons, and refuses user messages that carry obvious secrets before they are
 sent to a model. Everything it matches is configurable in ``[plugin.guardrail]``.
 
-The entry point names an *instance* (``plugin``), not the module, because
-``configure`` must keep the plugin's own table somewhere and a class instance
-is the place pluggy users expect (pytest registers plugin objects the same
-way). Tests build their own ``Guardrail()`` so no two tests share settings.
+The entry point names the class, not the module: kodelet makes one instance
+per runtime, so what ``configure`` stores never leaks between runtimes (or
+between tests, which build their own ``Guardrail()``).
 """
 
 from __future__ import annotations
