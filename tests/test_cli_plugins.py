@@ -78,6 +78,9 @@ def test_add_from_a_local_git_repo_at_a_tag(tmp_path: Path, proj: Path) -> None:
         "RECIPES",
         "HOOKS",
     ]
+    installed = table.stdout.split("\nInstalled from:\n", 1)[1].splitlines()[0]
+    assert installed.startswith(f"  acme/tools: {repo} @ v1.0 ({tagged[:12]}), installed 20")
+    assert manifest["installed_at"] in installed
 
 
 def test_add_from_a_plain_directory_with_a_chosen_name(tmp_path: Path, proj: Path) -> None:

@@ -72,7 +72,22 @@ def _repo_row(repo: repos.InstalledRepo) -> dict[str, Any]:
         "error": repo.error,
         "_disabled": False,
         "_version": repo.version_label,
+        "_installed": _installed_from(repo.manifest),
     }
+
+
+def _installed_from(manifest: Any) -> str | None:
+    """The manifest in one line: where a repository came from, and when."""
+    if not manifest:
+        return None
+    text = str(manifest.get("source") or "?")
+    if manifest.get("ref"):
+        text += f" @ {manifest['ref']}"
+    if manifest.get("commit"):
+        text += f" ({str(manifest['commit'])[:12]})"
+    if manifest.get("installed_at"):
+        text += f", installed {manifest['installed_at']}"
+    return text
 
 
 @app.command("list")
@@ -102,6 +117,10 @@ def list_plugins(
     typer.echo(
         render_table(["NAME", "KIND", "LOCATION", "VERSION", "SKILLS", "RECIPES", "HOOKS"], table)
     )
+    sources = [f"  {r['name']}: {r['_installed']}" for r in rows if r.get("_installed")]
+    if sources:
+        typer.echo("\nInstalled from:")
+        typer.echo("\n".join(sources))
     notes = [f"  {r['name']}: {r['error']}" for r in rows if r["error"]]
     notes += [f"  {r['name']}: disabled in config.toml" for r in rows if r["_disabled"]]
     if notes:
