@@ -27,6 +27,23 @@ class HookFailure(Exception):
     """The hook ran but its answer cannot be used (exit status, timeout, bad output)."""
 
 
+def parse_answer(data: bytes, *, note: str = "", empty: str | None = None) -> Any:
+    """A hook's answer as JSON; blank means no action unless ``empty`` says why it may not be."""
+    try:
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise HookFailure("output is not UTF-8" + note) from None
+    if not text:
+        if empty is not None:
+            raise HookFailure(empty)
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        snippet = text[:80].replace("\n", " ")
+        raise HookFailure(f"output is not JSON ({exc.msg}): {snippet!r}") from None
+
+
 class ExecutableHook:
     """One executable file handling one event."""
 
@@ -85,22 +102,11 @@ class ExecutableHook:
         problem = res.failure(timeout)
         if problem:
             raise HookFailure(problem)
-        try:
-            text = res.stdout.decode("utf-8")
-        except UnicodeDecodeError:
-            raise HookFailure("output is not UTF-8" + res.stderr_note()) from None
         if res.stderr and log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "hook %s stderr: %s", self.name, res.stderr.decode("utf-8", "replace").strip()
             )
-        text = text.strip()
-        if not text:
-            return None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            snippet = text[:80].replace("\n", " ")
-            raise HookFailure(f"output is not JSON ({exc.msg}): {snippet!r}") from None
+        return parse_answer(res.stdout, note=res.stderr_note())
 
     def _encode(self, payload: Mapping[str, Any]) -> bytes:
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import logging
 import os
 import selectors
@@ -44,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event
-from .executable import ExecutableHook, HookFailure
-from .process import STDOUT_CAP
+from .executable import ExecutableHook, HookFailure, parse_answer
+from .process import STDOUT_CAP, kill_group
 
 log = logging.getLogger("kodelet.persistent")
 
@@ -66,9 +65,7 @@ def backoff(failures: int) -> float:
     return float(min(BACKOFF_FIRST * 2 ** (failures - 2), BACKOFF_MAX))
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+EMPTY_LINE = "answered with an empty line (expected JSON; {} for no action)"
 
 
 class _Broken(Exception):
@@ -229,7 +226,7 @@ class _Server:
             if grace > 0:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=grace)
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         with contextlib.suppress(ChildProcessError):
             proc.wait()
         for stream in (proc.stdin, proc.stdout):
@@ -330,7 +327,7 @@ class PersistentHook(ExecutableHook):
                 self._failed(str(exc))
                 raise HookFailure(str(exc)) from None
             try:
-                result = self._decode(answer)
+                result = parse_answer(answer, empty=EMPTY_LINE)
                 extra = server.leftover()
                 if extra is not None:
                     raise HookFailure(f"answered with more than one line: {extra!r}")
@@ -340,20 +337,6 @@ class PersistentHook(ExecutableHook):
                 raise
             self._failures = 0
             return result
-
-    def _decode(self, answer: bytes) -> Any:
-        try:
-            text = answer.decode("utf-8").strip()
-        except UnicodeDecodeError:
-            raise HookFailure("output is not UTF-8") from None
-        if not text:
-            raise HookFailure("answered with an empty line (expected JSON; {} for no action)")
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            snippet = text[:80]
-            raise HookFailure(f"output is not JSON ({exc.msg}): {snippet!r}") from None
-        return value
 
     async def arun(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         return await asyncio.to_thread(self.run, payload, timeout=timeout)

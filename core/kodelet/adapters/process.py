@@ -64,7 +64,8 @@ class SpawnError(OSError):
     """The hook could not be started at all (deleted, not executable, bad cwd)."""
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
+    """SIGKILL a hook's whole session: its children die with it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -177,7 +178,7 @@ def run_process(
             if overflow:
                 break
         if timed_out or overflow or (exited_at is not None and sel.get_map()):
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
         remaining = max(0.0, deadline - time.monotonic())
         try:
             if timed_out or overflow:
@@ -186,10 +187,10 @@ def run_process(
                 _wait_exit(proc, remaining)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.wait()
     except BaseException:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         proc.wait()
         raise
     finally:
@@ -288,7 +289,7 @@ def run_batch(
 
     def finish(run: _Running) -> None:
         if run.timed_out or run.overflow or run.pipes:
-            _kill_group(run.proc.pid)
+            kill_group(run.proc.pid)
         run.proc.wait()
         close(run)
         run.done = True
@@ -326,7 +327,7 @@ def run_batch(
                 os.set_blocking(fobj.fileno(), False)
                 sel.register(fobj, selectors.EVENT_READ, (run, kind))
         except BaseException:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.wait()
             close(run)
             raise
@@ -411,7 +412,7 @@ def run_batch(
                     del run.err[:-STDERR_TAIL]
     except BaseException:
         for run in list(running):
-            _kill_group(run.proc.pid)
+            kill_group(run.proc.pid)
             run.proc.wait()
             close(run)
         raise
@@ -486,7 +487,7 @@ async def arun_process(
             out.extend(chunk)
             if len(out) > stdout_cap:
                 state["overflow"] = True
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
                 return
 
     async def read_err() -> None:
@@ -506,11 +507,11 @@ async def arun_process(
             remaining = max(0.0, start + timeout - time.monotonic())
             _, pending = await asyncio.wait(io_tasks, timeout=min(EXIT_GRACE, remaining))
             if pending:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
         else:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
     except BaseException:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         for t in io_tasks:
             t.cancel()
         with contextlib.suppress(BaseException):
@@ -521,7 +522,7 @@ async def arun_process(
             t.cancel()
         await asyncio.gather(*io_tasks, return_exceptions=True)
         if proc.returncode is None:
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             await proc.wait()
         transport = getattr(proc, "_transport", None)
         if transport is not None:
