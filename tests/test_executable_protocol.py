@@ -681,3 +681,31 @@ def test_whitespace_only_output_is_no_action(project: Path, mode: str) -> None:
         d = dispatch(rt, payload_for(Event.BEFORE_TOOL_CALL, project), mode)
     assert summary(d) == [("blank", Outcome.NO_ACTION, None)]
     assert result_to_wire(Event.BEFORE_TOOL_CALL, d.result) == {"blocked": False}
+
+
+def test_raw_pluggy_call_sends_the_same_payload_json(project: Path) -> None:
+    """An executable is a real pluggy plugin: ``pm.hook.<event>(...)`` runs it too,
+    with the payload JSON a dispatch would send."""
+    seen = project / "seen.json"
+    bash_hook(hooks_dir(project), "spy", "before_tool_call", f"cat > {seen}\necho '{{}}'")
+    payload = payload_for(Event.BEFORE_TOOL_CALL, project)
+    with make_runtime(project) as rt:
+        kwargs = {
+            "event": payload.EVENT.value,
+            **{
+                a: getattr(payload, a)
+                for a in (
+                    "conv_id",
+                    "cwd",
+                    "invoked_by",
+                    "recipe_name",
+                    "tool_name",
+                    "tool_input",
+                    "tool_user_id",
+                )
+            },
+        }
+        assert rt.pm.hook.before_tool_call(**kwargs) == [{}]
+        raw_json = json.loads(seen.read_text())
+        rt.dispatch(payload)
+        assert json.loads(seen.read_text()) == raw_json == payload_to_wire(payload)

@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config import DEFAULT_TIMEOUT
 from ..events import Event
 from ..markers import hookimpl
-from ..payloads import field_names
+from ..payloads import PAYLOAD_TYPES, field_names
+from ..wire import payload_to_wire
 from .discovery import DiscoveredHook
 from .process import ProcessResult, SpawnError, arun_process, run_process
 
@@ -79,15 +81,10 @@ class ExecutableHook:
         names = field_names(self.event)
 
         def impl(*args: Any) -> Any:
-            from ..wire import converter
-
-            data = dict(zip(names, args, strict=True))
-            wire = {k: converter.unstructure(v) for k, v in data.items() if v is not None}
-            if "tool_output" in wire:
-                wire["tool_output"] = {
-                    k: v for k, v in wire["tool_output"].items() if v is not None
-                }
-            return self.run(wire, timeout=30.0)
+            fields = dict(zip(names, args, strict=True))
+            del fields["event"]
+            payload = PAYLOAD_TYPES[self.event](**fields)
+            return self.run(payload_to_wire(payload), timeout=DEFAULT_TIMEOUT)
 
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
         impl.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
