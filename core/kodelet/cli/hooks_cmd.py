@@ -17,7 +17,6 @@ from ..adapters.standin import FailClosedStandIn
 from ..config import Config, ConfigError, load_config
 from ..events import Event, parse_event
 from ..loading import entry_points
-from ..payloads import field_names
 from ..places import Places
 from ..runtime import Runtime
 from ..wire import WireError, payload_from_wire, result_to_wire
@@ -212,17 +211,9 @@ def run(
         if not isinstance(given, str) or _event_or_none(given) is not ev:
             fail(f"payload is for event {given!r}, not {ev.value!r}", 2)
         data["event"] = ev.value
-    defaults: dict[str, Any] = {
-        "conv_id": "",
-        "cwd": str(state(ctx).cwd),
-        "invoked_by": "main",
-        "tool_user_id": "",
-        "tool_input": {},
-    }
-    known = field_names(ev)
-    for key, value in defaults.items():
-        if key in known:
-            data.setdefault(key, value)
+    # The other defaults (conv_id "", invoked_by "main", tool_user_id "", tool_input {})
+    # are the payload models' own.
+    data.setdefault("cwd", str(state(ctx).cwd))
     try:
         model = payload_from_wire(ev, data)
     except WireError as exc:
