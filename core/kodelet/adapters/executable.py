@@ -6,7 +6,6 @@ native plugin, so ordering, merging and tracing treat both kinds the same.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -77,18 +76,21 @@ class ExecutableHook:
         return cls(hook.name, hook.path, hook.event, plugin_root=hook.candidate.plugin_root, **kw)
 
     def _make_impl(self) -> Callable[..., Any]:
-        """A hookimpl whose signature is the whole payload, so a raw ``pm.hook`` call works too."""
-        names = field_names(self.event)
+        """A hookimpl taking the whole payload, so a raw ``pm.hook`` call runs it too.
 
-        def impl(*args: Any) -> Any:
-            fields = dict(zip(names, args, strict=True))
-            del fields["event"]
+        pluggy reads argument names from the function's code object, so the
+        function is compiled with the event's field names as real parameters."""
+        names = field_names(self.event)
+        fields = ", ".join(f"{n!r}: {n}" for n in names if n != "event")
+        source = f"def {self.event.value}({', '.join(names)}):\n    return call({{{fields}}})\n"
+
+        def call(fields: dict[str, Any]) -> Any:
             payload = PAYLOAD_TYPES[self.event](**fields)
             return self.run(payload_to_wire(payload), timeout=DEFAULT_TIMEOUT)
 
-        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
-        impl.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        impl.__name__ = self.event.value
+        namespace: dict[str, Any] = {"call": call}
+        exec(source, namespace)  # names come from our own payload models
+        impl: Callable[..., Any] = namespace[self.event.value]
         return hookimpl(impl)
 
     def _cwd(self, payload: Mapping[str, Any]) -> str | None:
