@@ -344,13 +344,38 @@ def build_wheel(where: Path) -> Path:
     return wheel
 
 
-def test_install_and_uninstall_use_pip_in_kodelets_environment(tmp_path: Path, proj: Path) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
-        check=True,
-    )
+def venv_seeing_this_interpreter(venv: Path) -> str:
+    """A venv whose own site-packages come first and which also sees the test interpreter's.
+
+    ``--system-site-packages`` would link to the *base* Python, where kodelet is not
+    installed on a fresh machine; a ``.pth`` that calls ``site.addsitedir`` on the running
+    interpreter's site-packages also honours the editable install's own ``.pth`` files.
+    """
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
+    own = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
+    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
+    (Path(own) / "_kodelet_test_parent.pth").write_text(lines)
+    probe = subprocess.run(
+        [python, "-c", "import kodelet, pip; print(kodelet.__file__)"],
+        capture_output=True,
+        text=True,
+    )
+    assert probe.returncode == 0, f"kodelet or pip not importable in the test venv: {probe.stderr}"
+    return python
+
+
+def test_install_and_uninstall_use_pip_in_kodelets_environment(tmp_path: Path, proj: Path) -> None:
+    python = venv_seeing_this_interpreter(tmp_path / "venv")
+    venv = tmp_path / "venv"
     wheel = build_wheel(tmp_path)
     env = {"PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
