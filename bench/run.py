@@ -21,12 +21,13 @@ from typing import Any
 
 import pluggy
 from harness import Pair, X, compare, machine, median_time, ms, per_op, us, verdict, write_hook
-from kodelet import BeforeToolCallPayload, Runtime, hookimpl, hookspecs
+from kodelet import BeforeToolCallPayload, Runtime, hookimpl, hookspecs, load_runtime
 from kodelet.adapters.cache import DiscoveryCache
-from kodelet.adapters.discovery import BATCH_LIMIT, DiscoveredHook, discover
-from kodelet.adapters.executable import ExecutableHook
+from kodelet.adapters.discovery import BATCH_LIMIT, discover
 from kodelet.markers import PROJECT
 from kodelet.places import Places
+from kodelet.testing import executables as runners_of
+from kodelet.testing import per_call_runtime
 from kodelet.wire import payload_to_wire
 
 PY = sys.executable
@@ -69,11 +70,6 @@ class Native:
     def before_tool_call(self, tool_name: str, tool_input: dict[str, Any]) -> None:
         if tool_name == "rm":
             raise AssertionError("never")
-
-
-class PerCallRuntime(Runtime):
-    def _make_executable(self, hook: DiscoveredHook) -> ExecutableHook:
-        return ExecutableHook.from_discovered(hook, default_cwd=str(self.places.cwd), env=self.env)
 
 
 def pluggy_kwargs() -> dict[str, Any]:
@@ -121,7 +117,7 @@ def native(scale: float) -> list[str]:
     headline: dict[str, Pair] = {}
     for n in (1, 10, 100, 1000):
         plugins = [Native() for _ in range(n)]
-        rt = Runtime(
+        rt = load_runtime(
             entry_points=False,
             builtins=False,
             executables=False,
@@ -201,8 +197,8 @@ def executables(root: Path, scale: float) -> list[str]:
     for label, text in (("bash", BASH_HOOK), ("python", PY_HOOK)):
         proj = project(root, f"exe-{label}")
         path = write_hook(proj / ".kodelet" / "hooks", "hook", text)
-        with Runtime(cwd=proj, entry_points=False, builtins=False) as rt:
-            assert len(rt.executables()) == 1
+        with load_runtime(cwd=proj, entry_points=False, builtins=False) as rt:
+            assert len(runners_of(rt)) == 1
 
             def dispatch(rt: Runtime = rt) -> Any:
                 return rt.dispatch(PAYLOAD)
@@ -322,8 +318,8 @@ def discovery(root: Path, scale: float) -> list[str]:
 def persistent(root: Path, scale: float) -> list[str]:
     proj = project(root, "persistent")
     write_hook(proj / ".kodelet" / "hooks", "kit", KIT_HOOK)
-    kept = Runtime(cwd=proj, entry_points=False, builtins=False)
-    spawned = PerCallRuntime(cwd=proj, entry_points=False, builtins=False)
+    kept = load_runtime(cwd=proj, entry_points=False, builtins=False)
+    spawned = per_call_runtime(cwd=proj, entry_points=False, builtins=False)
     with kept, spawned:
         kept.dispatch(PAYLOAD)
 
@@ -411,11 +407,11 @@ def startup(root: Path, scale: float) -> list[str]:
     hooks = sorted((proj / ".kodelet" / "hooks").iterdir())
 
     def construct() -> Any:
-        Runtime(cwd=proj, entry_points=False, plugins=natives).close()
+        load_runtime(cwd=proj, entry_points=False, plugins=natives).close()
 
     def construct_cold() -> Any:
         env = {**os.environ, "KODELET_NO_CACHE": "1"}
-        Runtime(cwd=proj, entry_points=False, plugins=natives, env=env).close()
+        load_runtime(cwd=proj, entry_points=False, plugins=natives, env=env).close()
 
     def seeds_startup() -> Any:
         pm = pluggy.PluginManager(PROJECT)

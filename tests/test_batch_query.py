@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kodelet.adapters.cache import CACHE_DIR, DiscoveryCache
+from kodelet.adapters.cache import DiscoveryCache
 from kodelet.adapters.discovery import (
     QUERY_TIMEOUT,
     discover,
@@ -22,6 +22,7 @@ from kodelet.adapters.discovery import (
 )
 from kodelet.adapters.process import EXIT_GRACE, Job, ProcessResult, SpawnError, run_batch
 from kodelet.events import Event
+from kodelet.places import CACHE as CACHE_DIR
 from kodelet.places import Places
 
 from tests.conftest import write_hook

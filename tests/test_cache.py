@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-from kodelet import Event, Runtime
-from kodelet.adapters.cache import CACHE_DIR, CACHE_FILE, DiscoveryCache
+from kodelet import Event, Runtime, load_runtime
+from kodelet.adapters.cache import CACHE_FILE, DiscoveryCache
+from kodelet.places import CACHE as CACHE_DIR
+from kodelet.testing import discovered
 
 from tests.conftest import write_hook
 
@@ -29,12 +31,12 @@ def queries(marker: Path) -> int:
 
 
 def load(project: Path) -> Runtime:
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         return rt
 
 
 def events(rt: Runtime) -> dict[str, Event | None]:
-    return {h.name: h.event for h in rt.discovered}
+    return {h.name: h.event for h in discovered(rt)}
 
 
 @pytest.fixture
@@ -201,7 +203,7 @@ def test_failed_query_is_not_cached(project: Path, tmp_path: Path) -> None:
     marker = tmp_path / "q"
     write_hook(project / ".kodelet" / "hooks", "bad", hook_text(marker, "nonsense"))
     for _ in range(2):
-        (hook,) = load(project).discovered
+        (hook,) = discovered(load(project))
         assert hook.status == "skipped" and "nonsense" in hook.reason
     assert queries(marker) == 2
 
@@ -210,7 +212,7 @@ def test_protocol_words_are_cached(project: Path, tmp_path: Path) -> None:
     marker = tmp_path / "q"
     write_hook(project / ".kodelet" / "hooks", "p", hook_text(marker, '"before_tool_call jsonl"'))
     for _ in range(2):
-        (hook,) = load(project).discovered
+        (hook,) = discovered(load(project))
         assert hook.protocols == ("jsonl",)
     assert queries(marker) == 1
 

@@ -26,6 +26,7 @@ from kodelet import (
     apply_after_turn,
     apply_agent_stop,
     hookimpl,
+    load_runtime,
 )
 from kodelet.host.apply import MAX_CALLBACK_DEPTH
 from kodelet.places import Places
@@ -80,7 +81,7 @@ def usage(current: int, maximum: int = 100) -> dict[str, int]:
 
 @pytest.fixture
 def runtime(project: Path) -> Any:
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         yield rt
 
 
@@ -98,7 +99,7 @@ def test_builtin_is_loaded_from_the_entry_point_and_runs_last(
     info = next(p for p in runtime.plugins if p.name == BUILTIN)
     assert (info.kind, info.error, info.events) == ("builtin", None, ["after_turn"])
     write_hook(project / ".kodelet" / "hooks", "custom", CUSTOM_THRESHOLD_HOOK)
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         assert [h.name for h in rt.hooks(Event.AFTER_TURN)] == ["custom", BUILTIN]
 
 
@@ -149,7 +150,7 @@ def test_builtin_does_nothing_when_off_or_without_a_window(
 
 def test_user_hook_at_70_percent_wins_over_the_builtin_at_80(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "compact_at_70", CUSTOM_THRESHOLD_HOOK)
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         session = Session(rt)
 
         def turn(current: int) -> list[tuple[str, Outcome, str | None]]:
@@ -213,7 +214,7 @@ class Recorder:
 
 def test_recipe_name_flows_into_every_payload(project: Path) -> None:
     rec = Recorder()
-    with Runtime(cwd=project, entry_points=False, executables=False, plugins=[rec]) as rt:
+    with load_runtime(cwd=project, entry_points=False, executables=False, plugins=[rec]) as rt:
         session = Session(rt, recipe_name="compact")
         session.before_tool_call("bash", {"command": "ls"})
         session.after_tool_call(
@@ -239,7 +240,7 @@ def test_recipe_name_and_invoked_recipe_reach_executables_on_the_wire(
     stop, turn = tmp_path / "stop.json", tmp_path / "turn.json"
     _payload_dumper(project / ".kodelet" / "hooks", "dump_stop", "agent_stop", stop)
     _payload_dumper(project / ".kodelet" / "hooks", "dump_turn", "after_turn", turn)
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         Session(rt, recipe_name="compact").agent_stop(
             [], invoked_recipe="compact", auto_compact_enabled=True
         )
@@ -683,7 +684,7 @@ def test_agent_stop_follow_ups_survive_a_failed_callback(registry: CallbackRegis
 def test_smart_compact_hook_end_to_end(project: Path, registry: CallbackRegistry) -> None:
     write_hook(project / ".kodelet" / "hooks", "smart_compact", SMART_COMPACT)
     messages, calls, use = fixture()  # 160k of 200k: 80 %
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         session = Session(rt, conv_id="conv-1")
         conv = Conversation(messages)
         result = session.after_turn(
@@ -715,7 +716,7 @@ def test_smart_compact_hook_end_to_end(project: Path, registry: CallbackRegistry
 def test_simple_compact_hook_end_to_end(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "simple_compact", SIMPLE_COMPACT)
     messages, _, use = fixture()
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         session = Session(rt)
         conv = Conversation(messages)
         result = session.after_turn(7, usage=use, messages=conv.messages)
@@ -735,7 +736,7 @@ def test_both_seed_hooks_first_one_wins(project: Path, registry: CallbackRegistr
     write_hook(hooks, "smart_compact", SMART_COMPACT)
     write_hook(hooks, "simple_compact", SIMPLE_COMPACT)
     messages, _, use = fixture()
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         session = Session(rt)
         result = session.after_turn(
             1, usage=use, messages=messages, auto_compact_enabled=True, auto_compact_threshold=0.8
@@ -760,7 +761,7 @@ def test_the_builtin_can_be_disabled_in_config(project: Path) -> None:
     (project / ".kodelet" / "config.toml").write_text(
         '[plugins]\ndisabled = ["builtin:compact-trigger"]\n'
     )
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         result = Session(rt).after_turn(1, usage=usage(99), auto_compact_enabled=True)
         assert result == AfterTurnResult()
         assert rt.hooks(Event.AFTER_TURN) == []

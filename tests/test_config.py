@@ -12,12 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kodelet import load_runtime
 from kodelet.config import ConfigError, load_config
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import UserMessageSendPayload
 from kodelet.places import Places
-from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Outcome
 
 from tests.conftest import write_hook
@@ -103,12 +104,12 @@ def test_timeout_flag_overrides_per_hook_timeouts(project: Path, kodelet_home: P
 def test_runtime_reads_files_env_and_timeout_argument(project: Path, kodelet_home: Path) -> None:
     write_config(kodelet_home, "[hooks]\ntimeout = 11\n")
     env = {**os.environ}
-    with Runtime(cwd=project, entry_points=False, executables=False) as rt:
+    with load_runtime(cwd=project, entry_points=False, executables=False) as rt:
         assert rt.config.timeout == 11.0
     env["KODELET_HOOK_TIMEOUT"] = "5"
-    with Runtime(cwd=project, entry_points=False, executables=False, env=env) as rt:
+    with load_runtime(cwd=project, entry_points=False, executables=False, env=env) as rt:
         assert rt.config.timeout == 5.0
-    with Runtime(cwd=project, entry_points=False, executables=False, env=env, timeout=2) as rt:
+    with load_runtime(cwd=project, entry_points=False, executables=False, env=env, timeout=2) as rt:
         assert rt.config.timeout == 2.0
 
 
@@ -126,7 +127,7 @@ def test_no_hooks_from_env_and_flag(project: Path, kodelet_home: Path) -> None:
 def test_hooks_timeout_applies_to_executables(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "sleeper", HOOK.format(body="sleep 5"))
     write_config(project / ".kodelet", "[hooks]\ntimeout = 0.3\n")
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         d = rt.dispatch(msg())
     (rec,) = d.trace
     assert rec.outcome is Outcome.ERROR
@@ -139,7 +140,7 @@ def test_per_hook_timeout_applies_to_that_hook_only(project: Path) -> None:
     write_hook(hooks, "a-slow", HOOK.format(body="sleep 1; echo '{}'"))
     write_hook(hooks, "b-slow", HOOK.format(body="sleep 1; echo '{}'"))
     write_config(project / ".kodelet", '[hooks]\ntimeout = 5\n[hooks."a-slow"]\ntimeout = 0.2\n')
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         assert [e.timeout for e in rt.hooks(Event.USER_MESSAGE_SEND)] == [0.2, 5.0]
         d = rt.dispatch(msg())
     assert [(r.name, r.outcome) for r in d.trace] == [
@@ -158,8 +159,8 @@ def test_hooks_disabled_and_enabled_false_skip_executables(project: Path) -> Non
         project / ".kodelet",
         '[hooks]\ndisabled = ["one"]\n[hooks."two"]\nenabled = false\n',
     )
-    with Runtime(cwd=project, entry_points=False) as rt:
-        status = {h.name: (h.status, h.reason) for h in rt.discovered}
+    with load_runtime(cwd=project, entry_points=False) as rt:
+        status = {h.name: (h.status, h.reason) for h in discovered(rt)}
         rt.dispatch(msg())
     assert status["one"] == ("disabled", "disabled in config.toml")
     assert status["two"] == ("disabled", "disabled in config.toml")
@@ -183,7 +184,7 @@ def test_disabling_native_plugins_by_plugins_and_hooks_keys(project: Path) -> No
         '[plugins]\ndisabled = ["p1"]\n[hooks]\ndisabled = ["p2"]\n[hooks."p3"]\nenabled = false\n',
     )
     plugins = [(n, Native(n)) for n in ("p1", "p2", "p3", "p4")]
-    with Runtime(
+    with load_runtime(
         cwd=project, entry_points=False, builtins=False, executables=False, plugins=plugins
     ) as rt:
         rt.dispatch(msg())
@@ -194,10 +195,10 @@ def test_disabling_native_plugins_by_plugins_and_hooks_keys(project: Path) -> No
 
 def test_plugins_disabled_turns_off_an_installed_entry_point(project: Path) -> None:
     name = "builtin:compact-trigger"
-    with Runtime(cwd=project, executables=False) as rt:
+    with load_runtime(cwd=project, executables=False) as rt:
         assert any(i.name == name and not i.disabled for i in rt.plugins)
     write_config(project / ".kodelet", f'[plugins]\ndisabled = ["{name}"]\n')
-    with Runtime(cwd=project, executables=False) as rt:
+    with load_runtime(cwd=project, executables=False) as rt:
         (info,) = [i for i in rt.plugins if i.name == name]
         assert info.disabled
         assert all(e.name != name for e in rt.hooks(Event.AFTER_TURN))
@@ -206,7 +207,7 @@ def test_plugins_disabled_turns_off_an_installed_entry_point(project: Path) -> N
 def test_fail_closed_key_reaches_the_call_order(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "guard", HOOK.format(body="exit 0"))
     write_config(project / ".kodelet", '[hooks."guard"]\nfail_closed = true\n')
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         (entry,) = rt.hooks(Event.USER_MESSAGE_SEND)
     assert entry.name == "guard" and entry.fail_closed
 
@@ -242,7 +243,7 @@ def test_invalid_file_names_file_and_key(
     root = kodelet_home if where == "global" else project / ".kodelet"
     path = write_config(root, text)
     with pytest.raises(ConfigError) as info:
-        Runtime(cwd=project, entry_points=False, executables=False)
+        load_runtime(cwd=project, entry_points=False, executables=False)
     message = str(info.value)
     assert message.startswith(f"{path}: ")
     assert expected in message
@@ -385,11 +386,11 @@ def test_plugin_table_reaches_its_entry_point_once_per_runtime(
         f'[plugin.unrelated]\nrecord = "{tmp_path / "nobody"}"\n',
     )
     try:
-        with Runtime(cwd=project, executables=False) as rt:
+        with load_runtime(cwd=project, executables=False) as rt:
             for _ in range(3):
                 rt.dispatch(msg())
             assert {"audit-a", "audit.b"} <= {i.name for i in rt.plugins if not i.error}
-        with Runtime(cwd=project, executables=False):
+        with load_runtime(cwd=project, executables=False):
             pass
     finally:
         sys.modules.pop(mod_a, None)
@@ -413,7 +414,7 @@ def test_configure_gets_empty_table_and_late_registration(project: Path) -> None
             seen.append((self.name, config))
 
     write_config(project / ".kodelet", "[plugin.late]\nk = 1\n")
-    with Runtime(
+    with load_runtime(
         cwd=project, entry_points=False, executables=False, plugins=[("early", Plugin("early"))]
     ) as rt:
         assert seen == [("early", {})]
@@ -431,7 +432,7 @@ def test_configure_failure_is_the_plugins_not_the_runtimes(project: Path) -> Non
         def configure(self, config: dict[str, object]) -> None:
             raise Oops("bad table")
 
-    with Runtime(
+    with load_runtime(
         cwd=project,
         entry_points=False,
         builtins=False,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kodelet import hookimpl
+from kodelet import hookimpl, load_runtime
 from kodelet.host.driver import (
     Driver,
     Reply,
@@ -59,7 +59,7 @@ class Recorder:
 
 def make_runtime(tmp_path: Path, *plugins: Any, builtins: bool = False) -> Runtime:
     """An isolated runtime; pluggy calls the plugins given last first."""
-    return Runtime(
+    return load_runtime(
         cwd=tmp_path,
         entry_points=False,
         executables=False,
@@ -443,7 +443,7 @@ def test_arun_matches_run_with_an_executable_hook_and_async_callables(project: P
 
     def sync_run() -> tuple[list[Message], list[str]]:
         rec = Recorder()
-        with Runtime(cwd=project, entry_points=False, plugins=[("rec", rec)]) as rt:
+        with load_runtime(cwd=project, entry_points=False, plugins=[("rec", rec)]) as rt:
             driver = Driver(Session(rt), clock=lambda: "2025-01-01T00:00:00Z")
             driver.run("tidy up", step=script(*replies), run_tool=lambda n, i: ok(n))
         return driver.messages, rec.events()
@@ -461,7 +461,7 @@ def test_arun_matches_run_with_an_executable_hook_and_async_callables(project: P
             ran.append(tool_input)
             return ok(name)
 
-        with Runtime(cwd=project, entry_points=False, plugins=[("rec", rec)]) as rt:
+        with load_runtime(cwd=project, entry_points=False, plugins=[("rec", rec)]) as rt:
             driver = Driver(Session(rt), clock=lambda: "2025-01-01T00:00:00Z")
             outcome = await driver.arun("tidy up", step=step, run_tool=run_tool)
         assert outcome.stopped and outcome.turns == 2

@@ -36,6 +36,7 @@ from kodelet import (
     UsageInfo,
     UserMessageSendPayload,
     UserMessageSendResult,
+    load_runtime,
 )
 
 BUILTIN = "builtin:compact-trigger"
@@ -208,7 +209,7 @@ def site(installed: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def runtime(cwd: Path, **kw: Any) -> Runtime:
-    return Runtime(cwd=cwd, executables=False, **kw)
+    return load_runtime(cwd=cwd, executables=False, **kw)
 
 
 def ours(rt: Runtime) -> dict[str, Any]:
@@ -378,9 +379,9 @@ def test_no_hooks_keeps_builtins_only(
 
 HOST = """
 import asyncio, json
-from kodelet import Event, Runtime, Session
+from kodelet import Event, Session, load_runtime
 
-rt = Runtime(executables=False)
+rt = load_runtime(executables=False)
 s = Session(rt, conv_id="c1")
 out = {
     "plugins": {p.name: p.error for p in rt.plugins},
@@ -457,8 +458,8 @@ def test_an_entry_point_naming_a_class_gets_one_instance_per_runtime(tmp_path, m
         projects.append(project)
     try:
         with (
-            Runtime(cwd=projects[0], executables=False) as first,
-            Runtime(cwd=projects[1], executables=False) as second,
+            load_runtime(cwd=projects[0], executables=False) as first,
+            load_runtime(cwd=projects[1], executables=False) as second,
         ):
             one = first.dispatch(UserMessageSendPayload(message="alpha and beta")).result
             two = second.dispatch(UserMessageSendPayload(message="alpha and beta")).result

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from kodelet import load_runtime
 from kodelet.adapters.discovery import DiscoveredHook
 from kodelet.events import Event
 from kodelet.payloads import (
@@ -24,6 +25,7 @@ from kodelet.payloads import (
     UserMessageSendPayload,
 )
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Outcome
 
 from tests.conftest import write_hook
@@ -58,7 +60,7 @@ def places(project: Path, kodelet_home: Path) -> dict[str, Path]:
 
 
 def runtime(project: Path, **kw: object) -> Runtime:
-    return Runtime(cwd=project, entry_points=False, builtins=False, timeout=5.0, **kw)  # type: ignore[arg-type]
+    return load_runtime(cwd=project, entry_points=False, builtins=False, timeout=5.0, **kw)  # type: ignore[arg-type]
 
 
 def by_name(found: list[DiscoveredHook]) -> dict[str, DiscoveredHook]:
@@ -106,7 +108,7 @@ def test_call_order_follows_the_four_places(
         f"00-global@{places['global']}",
         f"00@{places['global-plugin']}",
     ]
-    locations = {h.name: h.candidate.location for h in rt.discovered}
+    locations = {h.name: h.candidate.location for h in discovered(rt)}
     assert locations == {
         "aa-local": "local",
         "zz-local": "local",
@@ -142,13 +144,13 @@ def test_higher_place_shadows_same_name(
     assert d.result.reason == "up"
     assert [r.name for r in d.trace] == [name]
     assert not ran.exists() and not asked.exists()
-    statuses = [(h.name, h.status, h.path.parent) for h in rt.discovered]
+    statuses = [(h.name, h.status, h.path.parent) for h in discovered(rt)]
     assert statuses == [
         (name, "active", places[higher]),
         (name, "skipped", places[lower]),
     ]
-    shadowed = rt.discovered[1]
-    assert shadowed.reason == f"shadowed by {rt.discovered[0].path} (same name, higher up)"
+    shadowed = discovered(rt)[1]
+    assert shadowed.reason == f"shadowed by {discovered(rt)[0].path} (same name, higher up)"
 
 
 def test_standalone_never_shadows_plugin_hook(project: Path, places: dict[str, Path]) -> None:
@@ -171,7 +173,7 @@ def test_plugin_prefix_naming(project: Path, kodelet_home: Path) -> None:
     (project / ".kodelet" / "plugins" / "empty@repo" / "skills").mkdir(parents=True)
     (project / ".kodelet" / "plugins" / "README").write_text("not a plugin\n")
     with runtime(project) as rt:
-        found = by_name(rt.discovered)
+        found = by_name(discovered(rt))
         d = rt.dispatch(message(project))
         stop = rt.hooks(Event.AGENT_STOP)
     assert d.trace == ()
@@ -199,7 +201,7 @@ def test_disable_suffix(project: Path, places: dict[str, Path], tmp_path: Path) 
     )
     with runtime(project) as rt:
         assert rt.hooks(Event.AGENT_STOP) == []
-        (found,) = rt.discovered
+        (found,) = discovered(rt)
     assert (found.name, found.status, found.event) == ("audit.disable", "disabled", None)
     assert ".disable" in found.reason
     assert not ran.exists()
@@ -212,7 +214,7 @@ def test_non_executable_is_skipped_and_does_not_shadow(
     raw_hook(places["local"], "notify", f'#!/bin/bash\ntouch "{ran}"\necho agent_stop\n', 0o644)
     hook(places["global"], "notify", "agent_stop")
     with runtime(project) as rt:
-        statuses = [(h.name, h.status, h.path.parent, h.reason) for h in rt.discovered]
+        statuses = [(h.name, h.status, h.path.parent, h.reason) for h in discovered(rt)]
         active = [h.name for h in rt.hooks(Event.AGENT_STOP)]
     assert statuses == [
         ("notify", "active", places["global"], ""),
@@ -228,7 +230,7 @@ def test_directories_are_not_hooks(project: Path, places: dict[str, Path]) -> No
     sub.chmod(0o755)
     hook(places["global"], "helpers", "agent_stop")
     with runtime(project) as rt:
-        found = [(h.name, h.status, h.path.parent) for h in rt.discovered]
+        found = [(h.name, h.status, h.path.parent) for h in discovered(rt)]
     assert found == [("helpers", "active", places["global"])]
 
 
@@ -256,7 +258,7 @@ def test_bad_hook_answer_is_skipped_with_reason(
     raw_hook(places["local"], "bad", f'#!/bin/bash\nif [ "$1" = hook ]; then {script}; fi\n')
     hook(places["local"], "good", "agent_stop")
     with caplog.at_level(logging.WARNING, logger="kodelet.discovery"), runtime(project) as rt:
-        found = by_name(rt.discovered)
+        found = by_name(discovered(rt))
         active = [h.name for h in rt.hooks(Event.AGENT_STOP)]
     assert found["bad"].status == "skipped"
     assert found["bad"].reason.startswith(reason)
@@ -273,7 +275,7 @@ def test_turn_end_alias(project: Path, places: dict[str, Path]) -> None:
         'cat > /dev/null; echo \'{"result": "callback", "callback": "compact"}\'\n',
     )
     with runtime(project) as rt:
-        (found,) = rt.discovered
+        (found,) = discovered(rt)
         d = rt.dispatch(AfterTurnPayload(turn_number=1, cwd=str(project)))
     assert (found.status, found.event) == ("active", Event.AFTER_TURN)
     assert d.result.callback == "compact"
@@ -294,7 +296,7 @@ def test_hanging_hook_query_is_skipped_after_five_seconds(
     start = time.monotonic()
     with runtime(project, env=env) as rt:
         elapsed = time.monotonic() - start
-        found = by_name(rt.discovered)
+        found = by_name(discovered(rt))
         active = [h.name for h in rt.hooks(Event.AGENT_STOP)]
     assert 4.5 <= elapsed < 8.0
     assert found["stuck"].status == "skipped"
@@ -341,7 +343,7 @@ def test_query_runs_in_the_runtime_environment(
     if not cached:
         env["KODELET_NO_CACHE"] = "1"
     with runtime(project, env=env) as rt:
-        (found,) = rt.discovered
+        (found,) = discovered(rt)
         d = rt.dispatch(AgentStopPayload(cwd=str(project)))
     assert (found.status, found.event) == ("active", Event.AGENT_STOP)
     assert d.result.follow_up_messages == ["agent_stop"]
@@ -351,7 +353,7 @@ def test_no_hooks_skips_discovery(project: Path, places: dict[str, Path], tmp_pa
     asked = tmp_path / "asked"
     raw_hook(places["local"], "h", f'#!/bin/bash\ntouch "{asked}"\necho agent_stop\n')
     with runtime(project, no_hooks=True) as rt:
-        assert rt.discovered == [] and rt.hooks(Event.AGENT_STOP) == []
+        assert discovered(rt) == [] and rt.hooks(Event.AGENT_STOP) == []
     assert not asked.exists()
 
 
@@ -369,7 +371,7 @@ def test_listing_is_json_friendly(project: Path, places: dict[str, Path]) -> Non
                 "reason": h.reason,
                 "path": str(h.path),
             }
-            for h in rt.discovered
+            for h in discovered(rt)
         ]
     json.dumps(rows)
     assert [(r["name"], r["status"], r["event"]) for r in rows] == [

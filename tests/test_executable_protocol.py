@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kodelet import hookimpl
+from kodelet import hookimpl, load_runtime
 from kodelet.adapters.process import STDOUT_CAP, arun_process, run_process
 from kodelet.events import Event
 from kodelet.payloads import (
@@ -68,7 +68,7 @@ def answer(directory: Path, name: str, event: str, result: Any) -> Path:
 
 def make_runtime(project: Path, **kw: Any) -> Runtime:
     kw.setdefault("timeout", TIMEOUT)
-    return Runtime(cwd=project, entry_points=False, builtins=False, **kw)
+    return load_runtime(cwd=project, entry_points=False, builtins=False, **kw)
 
 
 def hooks_dir(project: Path) -> Path:
@@ -597,7 +597,7 @@ def test_timeout_from_environment(
     monkeypatch.setenv("KODELET_HOOK_TIMEOUT", "0.5")
     monkeypatch.setenv("KODELET_TEST_TOKEN", token)
     bash_hook(hooks_dir(project), "slow", "agent_stop", "sleep 600")
-    with Runtime(cwd=project, entry_points=False, builtins=False) as rt:
+    with load_runtime(cwd=project, entry_points=False, builtins=False) as rt:
         start = time.monotonic()
         d = dispatch(rt, payload_for(Event.AGENT_STOP, project), mode)
         elapsed = time.monotonic() - start

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet import load_runtime
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import (
@@ -20,6 +21,7 @@ from kodelet.payloads import (
     UserMessageSendPayload,
 )
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Dispatch, Outcome
 from kodelet.wire import result_to_wire
 
@@ -84,7 +86,7 @@ def test_failing_executable_blocks(project: Path, failure: str, event: Event, mo
     after = project / "after-ran"
     write_hook(hooks, "later", guard_script(event, f"touch '{after}'"))
     configure(project, "guard")
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         payload = BLOCKING[event]()
         d = rt.dispatch(payload) if mode == "sync" else asyncio.run(adispatch(rt, payload))
     if failure == "wrong-type":
@@ -102,7 +104,7 @@ def test_hook_deleted_or_replaced_after_discovery_blocks(
     hooks = project / ".kodelet" / "hooks"
     guard = write_hook(hooks, "guard", guard_script(event, "exit 0"))
     configure(project, "guard")
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         assert [e.name for e in rt.hooks(event)] == ["guard"]
         guard.unlink()
         if change == "directory":
@@ -170,7 +172,7 @@ def test_failing_native_blocks(project: Path, failure: str, event: Event, mode: 
         ("later", native(event, lambda: later.append("ran"))),
         ("guard", native(event, behaviour)),
     ]
-    with Runtime(
+    with load_runtime(
         cwd=project, entry_points=False, builtins=False, executables=False, plugins=plugins
     ) as rt:
         assert [e.name for e in rt.hooks(event)] == ["guard", "later"]
@@ -186,7 +188,7 @@ def test_without_fail_closed_a_failure_is_no_action(project: Path) -> None:
     after = project / "after-ran"
     write_hook(hooks, "later", guard_script(Event.USER_MESSAGE_SEND, f"touch '{after}'"))
     configure(project, "guard", fail_closed=False)
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         d = rt.dispatch(UserMessageSendPayload(message="hi"))
     assert d.result.blocked is False
     assert [(r.name, r.outcome) for r in d.trace] == [
@@ -204,7 +206,7 @@ def test_fail_closed_hook_that_succeeds_does_not_block(project: Path) -> None:
         guard_script(Event.BEFORE_TOOL_CALL, "echo '{\"blocked\": false}'"),
     )
     configure(project, "guard")
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert d.result.blocked is False
     assert d.trace[0].outcome is Outcome.NO_ACTION
@@ -218,7 +220,7 @@ def test_fail_closed_on_a_non_blocking_event_only_records_the_failure(project: P
     payload = AfterToolCallPayload(
         tool_name="bash", tool_output=StructuredToolResult(tool_name="bash", success=True)
     )
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         d = rt.dispatch(payload)
     (rec,) = d.trace
     assert rec.outcome is Outcome.ERROR and rec.detail is None
@@ -234,7 +236,7 @@ def test_fail_closed_guard_blocks_even_after_an_earlier_rewrite(project: Path) -
     )
     write_hook(hooks, "b-guard", guard_script(Event.BEFORE_TOOL_CALL, "exit 2"))
     configure(project, "b-guard")
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert_failed_closed(d, "b-guard", "exited with status 2")
     assert d.result.input is None
@@ -260,8 +262,8 @@ def _unloadable(project: Path, how: str) -> None:
 def test_unloadable_fail_closed_hook_blocks_in_its_place(project, how, event):
     _unloadable(project, how)
     configure(project, "guard")
-    with Runtime(cwd=project) as rt:
-        skipped = [h for h in rt.discovered if h.name == "guard"]
+    with load_runtime(cwd=project) as rt:
+        skipped = [h for h in discovered(rt) if h.name == "guard"]
         assert [h.status for h in skipped] == ["skipped"]
         d = rt.dispatch(BLOCKING[event]())
     assert d.result.blocked is True
@@ -272,7 +274,7 @@ def test_unloadable_fail_closed_hook_blocks_in_its_place(project, how, event):
 def test_unloadable_hook_without_fail_closed_guards_nothing(project):
     _unloadable(project, "not-executable")
     configure(project, "guard", fail_closed=False)
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert d.result.blocked is False
     assert d.trace == ()
@@ -281,7 +283,7 @@ def test_unloadable_hook_without_fail_closed_guards_nothing(project):
 def test_stand_in_only_covers_blocking_events(project):
     _unloadable(project, "not-executable")
     configure(project, "guard")
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         assert [e.name for e in rt.hooks(Event.AFTER_TOOL_CALL)] == []
         assert "guard" not in [e.name for e in rt.hooks(Event.AGENT_STOP)]
 
@@ -294,7 +296,7 @@ def test_disabled_or_shadowed_fail_closed_hook_gets_no_stand_in(project, kodelet
     (project / ".kodelet" / "config.toml").write_text(
         '[hooks."guard"]\nfail_closed = true\n[hooks."off.disable"]\nfail_closed = true\n'
     )
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert d.result.blocked is False
     assert [(r.name, r.outcome) for r in d.trace] == [("guard", Outcome.NO_ACTION)]
@@ -310,7 +312,7 @@ def test_fail_closed_hook_switched_off_in_config_gets_no_stand_in(project, switc
         + ('[hooks."guard"]\n' if "enabled" not in switch_off else "")
         + "fail_closed = true\n"
     )
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         d = rt.dispatch(BLOCKING[Event.USER_MESSAGE_SEND]())
     assert d.result.blocked is False
     assert d.trace == ()

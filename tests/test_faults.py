@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet import load_runtime
 from kodelet.adapters.process import STDOUT_CAP
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import BasePayload, UserMessageSendPayload
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Dispatch, Outcome
 
 from tests.conftest import write_hook
@@ -53,7 +55,7 @@ def dispatch(rt: Runtime, payload: BasePayload, mode: str) -> Dispatch:
 
 
 def runtime(project: Path, timeout: float = 5.0, **kw: Any) -> Runtime:
-    return Runtime(cwd=project, entry_points=False, timeout=timeout, **kw)
+    return load_runtime(cwd=project, entry_points=False, timeout=timeout, **kw)
 
 
 # -- /proc helpers ----------------------------------------------------------------
@@ -312,7 +314,7 @@ def test_hook_with_non_utf8_name_and_output(project: Path, tmp_path: Path, mode:
     raw_name = os.fsdecode(b"guard-\xff\xfe")
     write_hook(hooks, raw_name, hook(f"touch '{marker}'; printf '\\377\\376{{}}'"))
     with runtime(project) as rt:
-        (found,) = rt.discovered
+        (found,) = discovered(rt)
         assert found.status == "active"
         assert found.name == "guard-\\xff\\xfe"
         assert os.fsencode(found.path).endswith(b"guard-\xff\xfe")
@@ -368,7 +370,7 @@ class AsyncSleeper(Sleeper):
 
 
 def natives(project: Path, *plugins: tuple[str, Any], **kw: Any) -> Runtime:
-    return Runtime(
+    return load_runtime(
         cwd=project,
         entry_points=False,
         builtins=False,

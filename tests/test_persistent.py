@@ -25,10 +25,11 @@ from kodelet import (
     StructuredToolResult,
     UsageInfo,
     UserMessageSendPayload,
+    load_runtime,
 )
-from kodelet.adapters.discovery import DiscoveredHook
 from kodelet.adapters.executable import ExecutableHook
 from kodelet.adapters.persistent import PersistentHook, backoff
+from kodelet.testing import executables, per_call_runtime
 
 from tests.conftest import write_hook
 
@@ -90,13 +91,6 @@ def hook_source(event: str) -> str:
     return HANDLER.format(event=event)
 
 
-class PerCallRuntime(Runtime):
-    """The same discovery, but every executable spawned per call (the seeds' protocol)."""
-
-    def _make_executable(self, hook: DiscoveredHook) -> ExecutableHook:
-        return ExecutableHook.from_discovered(hook, default_cwd=str(self.places.cwd), env=self.env)
-
-
 PAYLOADS: dict[str, list[BasePayload]] = {
     "before_tool_call": [
         BeforeToolCallPayload(tool_name="bash", tool_input={"command": "ls"}),
@@ -129,8 +123,8 @@ def summary(d: Dispatch) -> tuple[Any, list[tuple[str, Outcome, str | None]]]:
 
 def runtimes(project: Path, **kw: Any) -> tuple[Runtime, Runtime]:
     return (
-        PerCallRuntime(cwd=project, entry_points=False, **kw),
-        Runtime(cwd=project, entry_points=False, **kw),
+        per_call_runtime(cwd=project, entry_points=False, **kw),
+        load_runtime(cwd=project, entry_points=False, **kw),
     )
 
 
@@ -139,9 +133,9 @@ def test_persistent_matches_per_call_for_every_event(project: Path, event: str) 
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source(event))
     per_call, persistent = runtimes(project)
     with per_call, persistent:
-        (exe,) = persistent.executables()
+        (exe,) = executables(persistent)
         assert isinstance(exe, PersistentHook)
-        assert not isinstance(per_call.executables()[0], PersistentHook)
+        assert not isinstance(executables(per_call)[0], PersistentHook)
         for payload in PAYLOADS[event] * 2:
             expected = summary(per_call.dispatch(payload))
             assert expected[1][0][1] is not Outcome.ERROR
@@ -152,7 +146,7 @@ def test_persistent_matches_per_call_for_every_event(project: Path, event: str) 
 
 def test_results_are_what_the_handler_said(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         ok, blocked = (rt.dispatch(p) for p in PAYLOADS["before_tool_call"])
     assert ok.result.input == {"command": "ls", "checked": True}
     assert blocked.result.blocked and blocked.result.reason == "no rm -rf"
@@ -180,7 +174,7 @@ def test_failures_match_per_call_and_the_server_restarts(
         (project / ".kodelet" / "config.toml").write_text('[hooks."kit"]\nfail_closed = true\n')
     per_call, persistent = runtimes(project, timeout=1)
     with per_call, persistent:
-        (exe,) = persistent.executables()
+        (exe,) = executables(persistent)
         assert isinstance(exe, PersistentHook)
         persistent.dispatch(bad("ls"))
         first_pid = exe.pid
@@ -203,7 +197,7 @@ def test_failures_match_per_call_and_the_server_restarts(
 
 def test_handler_exception_reaches_the_trace_with_its_message(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         (record,) = rt.dispatch(bad("raise")).trace
     assert record.error is not None and "ValueError: boom" in record.error
 
@@ -221,7 +215,7 @@ def test_servers_and_their_children_are_gone_after_close(project: Path, tmp_path
     for event in PAYLOADS:
         write_hook(hooks, f"kit-{event}", hook_source(event))
     pidfile = tmp_path / "child.pid"
-    rt = Runtime(cwd=project, entry_points=False)
+    rt = load_runtime(cwd=project, entry_points=False)
     for payloads in PAYLOADS.values():
         rt.dispatch(payloads[0])
     rt.dispatch(
@@ -229,7 +223,7 @@ def test_servers_and_their_children_are_gone_after_close(project: Path, tmp_path
             tool_name="bash", tool_input={"command": "child", "pidfile": str(pidfile)}
         )
     )
-    pids = [exe.pid for exe in rt.executables() if isinstance(exe, PersistentHook)]
+    pids = [exe.pid for exe in executables(rt) if isinstance(exe, PersistentHook)]
     child = int(pidfile.read_text())
     assert len(pids) == 5 and all(p is not None and alive(p) for p in pids)
     assert alive(child)
@@ -240,9 +234,9 @@ def test_servers_and_their_children_are_gone_after_close(project: Path, tmp_path
 
 def test_context_manager_stops_servers(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("after_turn"))
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         rt.dispatch(PAYLOADS["after_turn"][0])
-        (exe,) = rt.executables()
+        (exe,) = executables(rt)
         pid = exe.pid
         assert pid is not None and alive(pid)
     assert not alive(pid)
@@ -252,10 +246,11 @@ def test_a_forgotten_runtime_stops_its_servers_at_exit(project: Path, tmp_path: 
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("after_turn"))
     script = (
         "import sys\n"
-        "from kodelet import Runtime, AfterTurnPayload\n"
-        f"rt = Runtime(cwd={str(project)!r}, entry_points=False)\n"
+        "from kodelet import load_runtime, AfterTurnPayload\n"
+        "from kodelet.testing import executables\n"
+        f"rt = load_runtime(cwd={str(project)!r}, entry_points=False)\n"
         "rt.dispatch(AfterTurnPayload(turn_number=1))\n"
-        "print(rt.executables()[0].pid, flush=True)\n"
+        "print(executables(rt)[0].pid, flush=True)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=os.environ
@@ -271,7 +266,7 @@ def test_a_forgotten_runtime_stops_its_servers_at_exit(project: Path, tmp_path: 
 def test_stderr_goes_to_the_log(project: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="kodelet.persistent")
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         d = rt.dispatch(bad("stderr"))
         assert d.trace[0].outcome is not Outcome.ERROR
         deadline = time.monotonic() + 5
@@ -291,8 +286,8 @@ esac
 
 def test_a_crashing_server_backs_off(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "crasher", CRASHER)
-    with Runtime(cwd=project, entry_points=False) as rt:
-        (exe,) = rt.executables()
+    with load_runtime(cwd=project, entry_points=False) as rt:
+        (exe,) = executables(rt)
         assert isinstance(exe, PersistentHook)
         errors = [rt.dispatch(bad("ls")).trace[0].error for _ in range(3)]
     assert errors[0] == errors[1] == "exited with status 7: dying"
@@ -316,16 +311,16 @@ esac
 
 def test_a_plain_hook_keeps_the_per_call_protocol(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "plain", PLAIN)
-    with Runtime(cwd=project, entry_points=False) as rt:
-        (exe,) = rt.executables()
+    with load_runtime(cwd=project, entry_points=False) as rt:
+        (exe,) = executables(rt)
         assert type(exe) is ExecutableHook
         assert rt.dispatch(bad("ls")).result.reason == "plain"
 
 
 def test_closed_hook_refuses_calls(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
-    rt = Runtime(cwd=project, entry_points=False)
-    (exe,) = rt.executables()
+    rt = load_runtime(cwd=project, entry_points=False)
+    (exe,) = executables(rt)
     rt.close()
     with pytest.raises(Exception, match="closed"):
         exe.run({"event": "before_tool_call", "tool_name": "x", "tool_input": {}}, timeout=5)
@@ -377,7 +372,7 @@ def test_dispatch_results_behave_like_plain_dispatches(project: Path) -> None:
     import attrs
 
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("user_message_send"))
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         payload = PAYLOADS["user_message_send"][1]
         sync, async_ = rt.dispatch(payload), asyncio.run(rt.adispatch(payload))
     plain = Dispatch(sync.event, sync.result, sync.trace)

@@ -31,6 +31,7 @@ from kodelet import (
     UserMessageSendPayload,
     UserMessageSendResult,
     hookimpl,
+    load_runtime,
     result_to_wire,
 )
 from kodelet.policy import valid_messages
@@ -43,7 +44,7 @@ def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
 def runtime(tmp_path: Path, event: Event, *named: tuple[str, Any]) -> Runtime:
     """An isolated runtime whose call order for ``event`` is the order given."""
     # pluggy calls the last registered first, so register in reverse.
-    rt = Runtime(
+    rt = load_runtime(
         cwd=tmp_path,
         entry_points=False,
         builtins=False,

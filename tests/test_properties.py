@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kodelet import load_runtime
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import (
@@ -33,6 +34,7 @@ from kodelet.results import (
     UserMessageSendResult,
 )
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Outcome
 from kodelet.wire import converter, payload_from_wire, payload_to_wire, result_from_wire
 from kodelet.wire import result_to_wire as merged_to_wire
@@ -143,7 +145,7 @@ def test_any_json_through_coerce_and_policy_never_raises(event: Event, answers: 
 def answer_runtime(tmp_path_factory: pytest.TempPathFactory) -> Any:
     answer = Answer()
     cwd = tmp_path_factory.mktemp("props")
-    with Runtime(
+    with load_runtime(
         cwd=cwd,
         home=cwd / "home",
         entry_points=False,
@@ -180,8 +182,8 @@ def printing_hooks(tmp_path_factory: pytest.TempPathFactory) -> Any:
         body = f"cat >/dev/null\ncat '{answer}'\n"
         text = f'#!/bin/sh\nif [ "$1" = hook ]; then echo {event.value}; exit 0; fi\n{body}'
         write_hook(cwd / ".kodelet" / "hooks", event.value, text)
-    with Runtime(cwd=cwd, home=cwd / "home", entry_points=False, builtins=False) as rt:
-        assert [h.status for h in rt.discovered] == ["active"] * 5
+    with load_runtime(cwd=cwd, home=cwd / "home", entry_points=False, builtins=False) as rt:
+        assert [h.status for h in discovered(rt)] == ["active"] * 5
         yield rt, answer
 
 

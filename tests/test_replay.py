@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet import load_runtime
 from kodelet.recipes.callbacks import CallbackRegistry
 from kodelet.replay import report
 from kodelet.replay.claude import NO_RESULT, import_file, import_lines
@@ -23,7 +24,6 @@ from kodelet.replay.format import (
     loads,
 )
 from kodelet.replay.player import Player
-from kodelet.runtime import Runtime
 
 from tests.conftest import write_hook
 
@@ -128,7 +128,7 @@ def without_timings(data: Any) -> Any:
 
 
 def test_every_outcome_appears_and_the_counts_add_up(hooked: Path) -> None:
-    with Runtime(cwd=hooked) as rt:
+    with load_runtime(cwd=hooked) as rt:
         player = Player(
             rt,
             load(OUTCOMES),
@@ -543,7 +543,7 @@ def test_model_option_runs_the_compact_recipe_through_llm(project: Path) -> None
     data = replay_json(project, str(OUTCOMES), "--model", "echo")
     assert data["summary"]["compactions"] == 1 and data["summary"]["warnings"] == 0
 
-    with Runtime(cwd=project) as rt:
+    with load_runtime(cwd=project) as rt:
         player = Player(rt, load(OUTCOMES), registry=CallbackRegistry.default(rt.places, "echo"))
         player.play()
     summary = player.driver.messages[0].content

@@ -32,6 +32,7 @@ from kodelet import (
     UserMessageSendPayload,
     UserMessageSendResult,
     hookimpl,
+    load_runtime,
 )
 from kodelet.payloads import BasePayload, field_names
 
@@ -122,7 +123,7 @@ def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
 
 def isolated(tmp_path: Path, *named: tuple[str, Any], **kw: Any) -> Runtime:
     kw.setdefault("builtins", False)
-    return Runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=named, **kw)
+    return load_runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=named, **kw)
 
 
 def names(rt: Runtime, event: Event) -> list[str]:
@@ -262,7 +263,7 @@ def test_builtins_are_loaded_by_default_and_run_last(tmp_path: Path) -> None:
     def after_turn() -> None:
         ran.append("user-trylast")
 
-    rt = Runtime(
+    rt = load_runtime(
         cwd=tmp_path,
         entry_points=False,
         executables=False,
@@ -282,7 +283,7 @@ def _usage(current: int) -> UsageInfo:
 
 
 def test_builtin_compact_trigger_fires_at_the_threshold(tmp_path: Path) -> None:
-    rt = Runtime(cwd=tmp_path, entry_points=False, executables=False)
+    rt = load_runtime(cwd=tmp_path, entry_points=False, executables=False)
     below = AfterTurnPayload(turn_number=1, usage=_usage(79), auto_compact_enabled=True)
     at = AfterTurnPayload(turn_number=1, usage=_usage(80), auto_compact_enabled=True)
     off = AfterTurnPayload(turn_number=1, usage=_usage(99), auto_compact_enabled=False)
@@ -303,7 +304,7 @@ def test_users_own_compaction_hook_wins_over_the_builtin(
     tmp_path: Path, warnings: Callable[[], list[str]]
 ) -> None:
     mine = plugin(after_turn=lambda: {"result": "callback", "callback": "my-compact"})
-    rt = Runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=[("mine", mine)])
+    rt = load_runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=[("mine", mine)])
     d = rt.dispatch(AfterTurnPayload(turn_number=1, usage=_usage(95), auto_compact_enabled=True))
     assert d.result == AfterTurnResult(result="callback", callback="my-compact")
     assert outcomes(d) == [("mine", Outcome.ACTION), (BUILTIN, Outcome.ACTION)]
@@ -537,7 +538,7 @@ def test_disable_plugin_by_name_in_config(tmp_path: Path) -> None:
         f'[plugins]\ndisabled = ["a", "{BUILTIN}"]\n'
     )
     named = [(n, plugin(after_turn=lambda: None)) for n in ("a", "b")]
-    rt = Runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=named)
+    rt = load_runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=named)
     assert names(rt, Event.AFTER_TURN) == ["b"]
     assert {p.name for p in rt.plugins if p.disabled} == {"a", BUILTIN}
 
@@ -554,7 +555,7 @@ def project_with_hook(project: Path) -> Path:
 
 
 def test_executable_hooks_run_without_no_hooks(project_with_hook: Path) -> None:
-    with Runtime(cwd=project_with_hook, entry_points=False) as rt:
+    with load_runtime(cwd=project_with_hook, entry_points=False) as rt:
         assert names(rt, Event.USER_MESSAGE_SEND) == ["deny-all"]
         d = rt.dispatch(UserMessageSendPayload(cwd=str(project_with_hook), message="hi"))
         assert d.result == UserMessageSendResult(blocked=True, reason="external")
@@ -573,7 +574,7 @@ def test_no_hooks_keeps_builtins_only(
         import os
 
         kw["env"] = {**os.environ, "KODELET_NO_HOOKS": "1"}
-    with Runtime(cwd=project_with_hook, **kw) as rt:
+    with load_runtime(cwd=project_with_hook, **kw) as rt:
         assert rt.no_hooks
         assert [p.name for p in rt.plugins] == [BUILTIN]
         for event in Event:
@@ -590,7 +591,7 @@ def test_trace_has_one_record_per_hook_called(tmp_path: Path) -> None:
     def slow() -> None:
         time.sleep(0.05)
 
-    rt = Runtime(
+    rt = load_runtime(
         cwd=tmp_path,
         entry_points=False,
         executables=False,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet import load_runtime
 from kodelet.adapters.process import run_process
 from kodelet.events import Event
 from kodelet.payloads import (
@@ -31,6 +32,7 @@ from kodelet.payloads import (
     UserMessageSendPayload,
 )
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Dispatch, Outcome
 from kodelet.wire import payload_to_wire, result_to_wire
 
@@ -91,7 +93,7 @@ def code_review_plugin(project: Path) -> Path:
 
 def make_runtime(project: Path, **kw: Any) -> Runtime:
     kw.setdefault("builtins", False)
-    return Runtime(cwd=project, entry_points=False, timeout=10.0, **kw)
+    return load_runtime(cwd=project, entry_points=False, timeout=10.0, **kw)
 
 
 def usage(current: int, maximum: int = 128000) -> UsageInfo:
@@ -163,7 +165,7 @@ def test_seed_hook_is_verbatim(name: str) -> None:
 def test_seed_hook_is_discovered_for_its_event(project: Path, name: str) -> None:
     install(name, local(project))
     with make_runtime(project) as rt:
-        (found,) = rt.discovered
+        (found,) = discovered(rt)
     assert (found.name, found.status, found.event) == (name, "active", Event(EVENTS[name]))
 
 
@@ -430,7 +432,7 @@ def test_a_session_with_every_seed_hook(project: Path, mode: str, isolated_home:
         install(name, global_hooks())
     (project / "foo.txt").write_text("foo\n")
     with make_runtime(project, builtins=True) as rt:
-        assert all(h.status == "active" for h in rt.discovered)
+        assert all(h.status == "active" for h in discovered(rt))
         msg = dispatch(rt, UserMessageSendPayload(message="hi", cwd=str(project)), mode)
         denied = dispatch(rt, bash_call(project, "sudo rm -rf /", recipe_name="review"), mode)
         allowed = dispatch(rt, bash_call(project, "ls", recipe_name="review"), mode)

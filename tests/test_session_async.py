@@ -27,6 +27,7 @@ from kodelet import (
     UsageInfo,
     UserMessageSendResult,
     hookimpl,
+    load_runtime,
 )
 
 
@@ -35,7 +36,7 @@ def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
 
 
 def isolated(tmp_path: Path, *named: tuple[str, Any]) -> Runtime:
-    return Runtime(
+    return load_runtime(
         cwd=tmp_path, entry_points=False, builtins=False, executables=False, plugins=named
     )
 
@@ -428,7 +429,7 @@ def test_async_impl_gets_the_hook_time_limit(tmp_path: Path, api: str) -> None:
     async def own_timeout() -> Any:
         raise TimeoutError("upstream API")
 
-    with Runtime(
+    with load_runtime(
         cwd=tmp_path,
         entry_points=False,
         builtins=False,
@@ -460,7 +461,7 @@ def test_agent_stop_invoked_recipe_defaults_to_the_sessions_recipe():
         def agent_stop(self, recipe_name, invoked_recipe):
             seen.append((recipe_name, invoked_recipe))
 
-    rt = Runtime(entry_points=False, executables=False, plugins=[Spy()])
+    rt = load_runtime(entry_points=False, executables=False, plugins=[Spy()])
     session = Session(rt, recipe_name="review")
     session.agent_stop([])
     session.agent_stop([], invoked_recipe="")

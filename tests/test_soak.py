@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 import pytest
+from kodelet import load_runtime
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import (
@@ -40,6 +41,7 @@ from kodelet.payloads import (
 )
 from kodelet.results import AfterToolCallResult, AgentStopResult
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 from kodelet.trace import Dispatch, Outcome
 from kodelet.wire import converter, result_to_wire
 
@@ -316,10 +318,10 @@ def soak_runtime(project: Path) -> Iterator[Runtime]:
         write_hook(project / ".kodelet" / "hooks", name, exe_script(name, event))
     (project / ".kodelet" / "config.toml").write_text(f"[hooks]\ntimeout = {TIMEOUT}\n")
     plugins = [(name, Native(name)) for name in NATIVES]
-    with Runtime(
+    with load_runtime(
         cwd=project, entry_points=False, builtins=False, plugins=plugins, slow_after=TIMEOUT
     ) as rt:
-        assert [h.status for h in rt.discovered] == ["active"] * 5
+        assert [h.status for h in discovered(rt)] == ["active"] * 5
         yield rt
 
 

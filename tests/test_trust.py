@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from kodelet import load_runtime
 from kodelet.events import Event
 from kodelet.payloads import UserMessageSendPayload
 from kodelet.runtime import Runtime
+from kodelet.testing import discovered
 
 from tests.conftest import write_hook
 
@@ -32,11 +34,11 @@ def script(marker: Path) -> str:
 
 
 def statuses(rt: Runtime) -> dict[str, tuple[str, str]]:
-    return {h.name: (h.status, h.reason) for h in rt.discovered}
+    return {h.name: (h.status, h.reason) for h in discovered(rt)}
 
 
 def run_once(project: Path) -> dict[str, tuple[str, str]]:
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         rt.dispatch(UserMessageSendPayload(message="hi"))
         return statuses(rt)
 
@@ -130,7 +132,7 @@ def test_untrusted_hook_does_not_stop_the_others(project: Path, hooks: Path) -> 
     bad, good = project / "bad-ran", project / "good-ran"
     write_hook(hooks, "a-bad", script(bad)).chmod(0o777)
     write_hook(hooks, "b-good", script(good))
-    with Runtime(cwd=project, entry_points=False) as rt:
+    with load_runtime(cwd=project, entry_points=False) as rt:
         assert [e.name for e in rt.hooks(Event.USER_MESSAGE_SEND)] == ["b-good"]
         rt.dispatch(UserMessageSendPayload(message="hi"))
     assert good.exists() and not bad.exists()

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .assembly import load_runtime
     from .config import Config, ConfigError, HookSettings, load_config
+    from .errors import HookFailure, KodeletError
     from .events import Event, parse_event
     from .host.apply import Applied, apply_after_turn, apply_agent_stop
     from .host.session import Session
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
         BeforeToolCallResult,
         UserMessageSendResult,
     )
-    from .runtime import HookEntry, Runtime
+    from .runtime import Runtime
+    from .seam import HookEntry
     from .trace import Dispatch, Outcome, Source, TraceRecord
     from .wire import (
         WireError,
@@ -90,7 +93,10 @@ _EXPORTS = {
     "AgentStopResult": ".results",
     "BeforeToolCallResult": ".results",
     "UserMessageSendResult": ".results",
-    "HookEntry": ".runtime",
+    "load_runtime": ".assembly",
+    "HookFailure": ".errors",
+    "KodeletError": ".errors",
+    "HookEntry": ".seam",
     "Runtime": ".runtime",
     "Dispatch": ".trace",
     "Outcome": ".trace",
@@ -136,7 +142,9 @@ __all__ = [
     "Event",
     "ExtractiveRunner",
     "HookEntry",
+    "HookFailure",
     "HookSettings",
+    "KodeletError",
     "LLMRunner",
     "Message",
     "Outcome",
@@ -159,6 +167,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "load_config",
+    "load_runtime",
     "parse_event",
     "payload_from_wire",
     "payload_to_wire",

@@ -18,12 +18,13 @@ from typing import Any
 
 import attrs
 
+from .errors import KodeletError
 from .places import Places
 
 DEFAULT_TIMEOUT = 30.0
 
 
-class ConfigError(ValueError):
+class ConfigError(KodeletError, ValueError):
     """An invalid configuration file or value; the message names file and key."""
 
 
@@ -200,7 +201,7 @@ def load_config(
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for path in (places.global_root / "config.toml", places.local_root / "config.toml"):
+    for _, path in places.config_files():
         for key, value in _flatten(path, _read(path)).items():
             values[key] = value
             sources[key] = str(path)

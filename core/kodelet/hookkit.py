@@ -35,9 +35,11 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any, NoReturn
 
+from .kinds import Protocol
+
 Handler = Callable[[dict[str, Any]], Any]
 
-PROTOCOL = "jsonl"
+PROTOCOL = Protocol.JSONL.value
 USAGE = "usage: {prog} hook|run|serve"
 
 

@@ -1,12 +1,84 @@
-"""Where kodelet looks for things: the repo-local root and the global root, nowhere else."""
+"""Where kodelet looks for things, and how each root is laid out on disk.
+
+Two roots only: the repo-local ``<cwd>/.kodelet`` and the global one
+(``$KODELET_HOME``, else ``~/.kodelet``). Every path below a root is spelled
+here and nowhere else: hooks, plugin repositories (``plugins/org@repo``, shown to
+users as ``org/repo``), their hooks, recipes and skills, config.toml and the cache.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
+
+from .kinds import Location
+
+HOOKS = "hooks"
+PLUGINS = "plugins"
+RECIPES = "recipes"
+SKILLS = "skills"
+CACHE = "cache"
+CONFIG_FILE = "config.toml"
+# What a plugin repository may bring; anything else in it is not installed.
+PLUGIN_PARTS = (SKILLS, RECIPES, HOOKS)
+# A hook renamed ``NAME.disable`` is kept but never run (the seeds' convention).
+DISABLE_SUFFIX = ".disable"
+
+
+def plugin_name(dirname: str) -> str:
+    """``org@repo`` on disk is ``org/repo`` to users."""
+    return dirname.replace("@", "/", 1)
+
+
+def plugin_dirname(name: str) -> str:
+    """``org/repo`` to users is ``org@repo`` on disk."""
+    org, repo = name.split("/", 1)
+    return f"{org}@{repo}"
+
+
+def hooks_dir(root: Path) -> Path:
+    return root / HOOKS
+
+
+def plugins_dir(root: Path) -> Path:
+    return root / PLUGINS
+
+
+def recipes_dir(root: Path) -> Path:
+    return root / RECIPES
+
+
+def config_file(root: Path) -> Path:
+    return root / CONFIG_FILE
+
+
+def cache_dir(root: Path) -> Path:
+    return root / CACHE
+
+
+def installed_plugins(root: Path) -> Iterator[tuple[str, Path]]:
+    """(``org/repo``, directory) of each plugin repository under ``root``, by name.
+
+    Hidden entries are installs in progress and lock files, never plugins."""
+    try:
+        entries = sorted(
+            p for p in plugins_dir(root).iterdir() if p.is_dir() and not p.name.startswith(".")
+        )
+    except OSError:
+        return
+    for pdir in entries:
+        yield plugin_name(pdir.name), pdir
+
+
+def hook_file(root: Path, name: str) -> Path:
+    """The file of hook ``name`` (``name`` or ``org/repo/name``) under ``root``."""
+    parts = name.split("/")
+    if len(parts) == 3:
+        return plugins_dir(root) / plugin_dirname("/".join(parts[:2])) / HOOKS / parts[2]
+    return hooks_dir(root) / name
 
 
 @attrs.frozen
@@ -31,6 +103,13 @@ class Places:
             home = env.get("KODELET_HOME") or Path(env.get("HOME") or Path.home()) / ".kodelet"
         return cls(cwd=Path(cwd or os.getcwd()).absolute(), global_root=Path(home).absolute())
 
-    def roots(self) -> list[tuple[str, Path]]:
+    def roots(self) -> list[tuple[Location, Path]]:
         """(location, root) in precedence order: repo-local first."""
-        return [("local", self.local_root), ("global", self.global_root)]
+        return [(Location.LOCAL, self.local_root), (Location.GLOBAL, self.global_root)]
+
+    def root(self, location: Location) -> Path:
+        return self.local_root if location is Location.LOCAL else self.global_root
+
+    def config_files(self) -> list[tuple[Location, Path]]:
+        """Config files in the order they are read: the later wins key by key."""
+        return [(loc, config_file(root)) for loc, root in reversed(self.roots())]

@@ -28,11 +28,13 @@ from typing import Any
 
 import attrs
 
-from .places import Places
+from .errors import KodeletError
+from .places import PLUGIN_PARTS, Places, plugin_dirname, plugin_name
+from .places import plugins_dir as places_plugins_dir
 
 log = logging.getLogger("kodelet.repos")
 
-PLUGIN_DIRS = ("skills", "recipes", "hooks")
+PLUGIN_DIRS = PLUGIN_PARTS
 MANIFEST = ".kodelet-plugin.json"
 GIT_BASE_ENV = "KODELET_PLUGIN_GIT_BASE"
 DEFAULT_GIT_BASE = "https://github.com"
@@ -41,7 +43,7 @@ _PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _SCP_URL = re.compile(r"^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:")
 
 
-class RepoError(Exception):
+class RepoError(KodeletError):
     """An add or remove that cannot be done; the message says why in one line."""
 
 
@@ -100,13 +102,11 @@ def check_name(name: str) -> str:
 
 
 def dir_name(name: str) -> str:
-    """``org/repo`` to users is ``org@repo`` on disk (the seeds' layout)."""
-    org, repo = check_name(name).split("/")
-    return f"{org}@{repo}"
+    return plugin_dirname(check_name(name))
 
 
 def plugins_dir(places: Places, *, global_: bool) -> Path:
-    return (places.global_root if global_ else places.local_root) / "plugins"
+    return places_plugins_dir(places.global_root if global_ else places.local_root)
 
 
 def _strip_git(part: str) -> str:
@@ -234,7 +234,7 @@ def read_repo(path: Path, location: str) -> InstalledRepo:
         else:
             error = f"unreadable manifest {MANIFEST}: not a JSON object"
     return InstalledRepo(
-        name=path.name.replace("@", "/", 1),
+        name=plugin_name(path.name),
         location=location,
         path=path,
         skills=_scan_skills(path / "skills"),
@@ -250,7 +250,7 @@ def list_repos(places: Places) -> list[InstalledRepo]:
     found: list[InstalledRepo] = []
     for location, root in places.roots():
         try:
-            with os.scandir(root / "plugins") as it:
+            with os.scandir(places_plugins_dir(root)) as it:
                 dirs = [Path(e.path) for e in _visible(it) if e.is_dir()]
         except OSError:
             continue

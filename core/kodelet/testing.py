@@ -21,12 +21,15 @@ from typing import Any, cast
 
 import pytest
 
-from .adapters.discovery import query_event
-from .adapters.executable import ExecutableHook, HookFailure
+from .adapters.discovery import DiscoveredHook, query_event
+from .adapters.executable import ExecutableHook
+from .adapters.executables import NAME as EXECUTABLES
+from .adapters.executables import ExecutableAdapter
+from .assembly import load_runtime
 from .config import Config
+from .errors import HookFailure
 from .events import Event, parse_event
 from .payloads import (
-    PAYLOAD_TYPES,
     AfterToolCallPayload,
     AfterTurnPayload,
     AgentStopPayload,
@@ -36,7 +39,7 @@ from .payloads import (
 )
 from .policy import coerce_result
 from .runtime import Runtime
-from .wire import converter, payload_to_wire, structure
+from .wire import build_payload, converter, payload_to_wire
 
 __all__ = [
     "HookFailure",
@@ -45,7 +48,10 @@ __all__ = [
     "after_turn_payload",
     "agent_stop_payload",
     "before_tool_call_payload",
+    "discovered",
+    "executables",
     "make_payload",
+    "per_call_runtime",
     "run_executable_hook",
     "user_message_send_payload",
 ]
@@ -82,17 +88,14 @@ def make_payload(event: Event | str, **fields: Any) -> BasePayload:
         "invoked_by": "main",
         **_DEFAULTS[ev],
     }
-    data.update({k: converter.unstructure(v) for k, v in fields.items() if v is not None})
+    data.update({k: v for k, v in fields.items() if v is not None})
     if ev is Event.AFTER_TOOL_CALL and "tool_output" not in data:
         data["tool_output"] = {
             "toolName": data["tool_name"],
             "success": True,
             "timestamp": TIMESTAMP,
         }
-    if isinstance(data.get("tool_output"), dict):
-        data["tool_output"] = {k: v for k, v in data["tool_output"].items() if v is not None}
-    data.pop("event", None)
-    return structure(data, PAYLOAD_TYPES[ev], what=ev.value)
+    return build_payload(ev, data)
 
 
 def before_tool_call_payload(
@@ -165,6 +168,30 @@ def run_executable_hook(
     return coerce_result(event, raw)
 
 
+def discovered(runtime: Runtime) -> list[DiscoveredHook]:
+    """Every executable hook file ``runtime`` looked at, active or not, in precedence order."""
+    adapter = runtime.adapters.get(EXECUTABLES)
+    return [] if adapter is None else list(adapter.discovered)
+
+
+def executables(runtime: Runtime) -> list[ExecutableHook]:
+    """The runners of ``runtime``'s active executable hooks."""
+    adapter = runtime.adapters.get(EXECUTABLES)
+    return [] if adapter is None else adapter.executables()
+
+
+def per_call_runtime(**kwargs: Any) -> Runtime:
+    """:func:`~kodelet.assembly.load_runtime`, but with every executable hook spawned per
+    call (the seeds' protocol), even one that offers a persistent ``serve``."""
+    runtime = load_runtime(**{**kwargs, "executables": False})
+    if kwargs.get("executables", True) and not runtime.no_hooks:
+        adapter = ExecutableAdapter.load(
+            runtime.places, runtime.config, runtime.env, persistent=False
+        )
+        runtime.add_adapter(adapter, EXECUTABLES)
+    return runtime
+
+
 class RuntimeFactory:
     """Builds isolated runtimes and closes them all when the test ends.
 
@@ -201,7 +228,7 @@ class RuntimeFactory:
         kwargs.setdefault("entry_points", False)
         kwargs.setdefault("builtins", False)
         kwargs.setdefault("executables", False)
-        runtime = Runtime(cwd=project, home=global_root, plugins=plugins, **kwargs)
+        runtime = load_runtime(cwd=project, home=global_root, plugins=plugins, **kwargs)
         self._made.append(runtime)
         return runtime
 

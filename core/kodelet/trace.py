@@ -8,6 +8,9 @@ from typing import Any
 import attrs
 
 from .events import Event
+from .kinds import Source
+
+__all__ = ["Dispatch", "LazyDispatch", "Outcome", "RawRecord", "Source", "TraceRecord"]
 
 
 class Outcome(StrEnum):
@@ -16,12 +19,6 @@ class Outcome(StrEnum):
     MODIFIED = "modified"
     ACTION = "action"
     ERROR = "error"
-
-
-class Source(StrEnum):
-    BUILTIN = "builtin"
-    PYTHON = "python"
-    EXECUTABLE = "executable"
 
 
 @attrs.frozen(kw_only=True)
@@ -60,3 +57,80 @@ class Dispatch:
     @property
     def duration(self) -> float:
         return sum(r.duration for r in self.trace)
+
+
+# (name, source, outcome, duration[, error, detail]): a TraceRecord not yet built.
+RawRecord = tuple[Any, ...]
+
+
+def _record(event: Event, raw: RawRecord) -> TraceRecord:
+    name, source, outcome, duration, *rest = raw
+    error, detail = rest if rest else (None, None)
+    return TraceRecord(
+        event=event,
+        name=name,
+        source=source,
+        outcome=outcome,
+        duration=duration,
+        error=error,
+        detail=detail,
+    )
+
+
+class LazyDispatch(Dispatch):
+    """A :class:`Dispatch` whose TraceRecords are built when ``trace`` is first read.
+
+    The dispatch loop records every hook as a plain tuple; turning those into
+    TraceRecord objects costs more than calling a small native hook, so a host
+    that never looks at the trace does not pay for it. Equality, hashing, repr
+    and pickling go through the fields of :class:`Dispatch` itself, so a field
+    added there is never silently left out."""
+
+    __slots__ = ("_built", "_raw")
+    _built: tuple[TraceRecord, ...] | None
+    _raw: list[RawRecord] | None
+
+    def __init__(
+        self,
+        event: Event,
+        result: Any,
+        raw: list[RawRecord] | None = None,
+        trace: tuple[TraceRecord, ...] = (),
+    ) -> None:
+        # ``trace=`` is how ``attrs.evolve`` rebuilds one; the dispatch loop passes ``raw``.
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "_raw", raw)
+        object.__setattr__(self, "_built", None if raw is not None else tuple(trace))
+
+    @property
+    def trace(self) -> tuple[TraceRecord, ...]:
+        built: tuple[TraceRecord, ...] | None = self._built
+        if built is None:
+            event = self.event
+            built = tuple(_record(event, r) for r in self._raw or ())
+            object.__setattr__(self, "_built", built)
+            object.__setattr__(self, "_raw", None)
+        return built
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in attrs.fields(Dispatch))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dispatch):
+            return NotImplemented
+        return self._fields() == tuple(getattr(other, f.name) for f in attrs.fields(Dispatch))
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in attrs.fields(Dispatch))
+        return f"Dispatch({inner})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Dispatch, self._fields())

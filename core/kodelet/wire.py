@@ -16,6 +16,7 @@ from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
+from .errors import KodeletError
 from .events import Event
 from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
 from .results import RESULT_TYPES
@@ -23,7 +24,7 @@ from .results import RESULT_TYPES
 T = TypeVar("T")
 
 
-class WireError(ValueError):
+class WireError(KodeletError, ValueError):
     """A JSON document did not match the model; the message names the field."""
 
 
@@ -148,6 +149,26 @@ def payload_from_wire(event: Event, data: Mapping[str, Any]) -> BasePayload:
         raise WireError(f"payload is for event {given!r}, not {event.value!r}")
     fields = {k: v for k, v in data.items() if k != "event"}
     return structure(fields, PAYLOAD_TYPES[event], what="payload")
+
+
+MISSING: Any = object()  # a required field the caller left out (Session, testing)
+
+
+def build_payload(event: Event, fields: Mapping[str, Any]) -> BasePayload:
+    """A validated payload from fields given as model objects or in wire form.
+
+    ``None`` means "use the model's default"; :data:`MISSING` names a required field
+    the caller left out. A ``tool_output`` given as a dict may leave its optional
+    keys null. The one builder behind ``Session`` and ``kodelet.testing``."""
+    data: dict[str, Any] = {}
+    for key, value in fields.items():
+        if value is MISSING:
+            raise WireError(f"{event.value}: missing required field {key!r}")
+        if value is not None and key != "event":
+            data[key] = converter.unstructure(value)
+    if isinstance(data.get("tool_output"), dict):
+        data["tool_output"] = _drop_nones(data["tool_output"])
+    return structure(data, PAYLOAD_TYPES[event], what=event.value)
 
 
 def result_from_wire(event: Event, data: Any) -> Any:

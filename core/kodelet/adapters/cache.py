@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, parse_event
+from ..places import cache_dir
 from .discovery import BATCH_LIMIT, query_event, query_events
 
 log = logging.getLogger("kodelet.cache")
 
-CACHE_DIR = "cache"
 CACHE_FILE = "discovery.json"
 # Bumped whenever what a cached answer means changes (e.g. a new protocol word).
 FORMAT = 1
@@ -73,7 +73,7 @@ class DiscoveryCache:
 
     @classmethod
     def for_root(cls, global_root: Path, **kw: Any) -> DiscoveryCache:
-        return cls(Path(global_root) / CACHE_DIR, **kw)
+        return cls(cache_dir(Path(global_root)), **kw)
 
     def _load(self) -> None:
         try:

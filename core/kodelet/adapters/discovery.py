@@ -20,7 +20,8 @@ import attrs
 
 from ..config import Config
 from ..events import Event, parse_event
-from ..places import Places
+from ..kinds import Location, Protocol, Status
+from ..places import DISABLE_SUFFIX, Places, hooks_dir, installed_plugins
 from .process import Job, ProcessResult, SpawnError, run_batch, run_process
 
 log = logging.getLogger("kodelet.discovery")
@@ -30,14 +31,13 @@ QUERY_CAP = 4096
 # Queries in flight at once: enough to keep the cores busy while a few hooks hang,
 # few enough that five hundred hooks do not become five hundred processes.
 BATCH_LIMIT = 16
-DISABLE_SUFFIX = ".disable"
 
 
 @attrs.frozen(kw_only=True)
 class Candidate:
     name: str
     path: Path
-    location: str  # "local" | "global"
+    location: Location
     plugin: str | None = None  # "org/repo" for plugin-repo hooks
     plugin_root: Path | None = None
 
@@ -46,9 +46,11 @@ class Candidate:
 class DiscoveredHook:
     candidate: Candidate
     event: Event | None
-    status: str  # "active" | "skipped" | "disabled"
+    status: Status
     reason: str = ""
-    protocols: tuple[str, ...] = ()
+    protocols: tuple[Protocol | str, ...] = ()
+    # The file of the same name higher up that runs instead of this one.
+    shadowed_by: Path | None = None
 
     @property
     def name(self) -> str:
@@ -59,26 +61,13 @@ class DiscoveredHook:
         return self.candidate.path
 
 
-def plugin_dir_name(dirname: str) -> str:
-    """``org@repo`` on disk is ``org/repo`` to users."""
-    return dirname.replace("@", "/", 1)
-
-
-def hook_dirs(places: Places) -> Iterator[tuple[Path, str, str | None, Path | None, Path]]:
+def hook_dirs(places: Places) -> Iterator[tuple[Path, Location, str | None, Path | None, Path]]:
     """(hooks dir, location, plugin name, plugin root, trust root) in precedence order."""
     for location, root in places.roots():
-        yield root / "hooks", location, None, None, root
-        plugins = root / "plugins"
-        try:
-            # Hidden entries are installs in progress and lock files, never plugins.
-            entries = sorted(
-                p for p in plugins.iterdir() if p.is_dir() and not p.name.startswith(".")
-            )
-        except OSError:
-            entries = []
-        for pdir in entries:
-            if (pdir / "hooks").is_dir():
-                yield pdir / "hooks", location, plugin_dir_name(pdir.name), pdir, root
+        yield hooks_dir(root), location, None, None, root
+        for name, pdir in installed_plugins(root):
+            if hooks_dir(pdir).is_dir():
+                yield hooks_dir(pdir), location, name, pdir, root
 
 
 def shown(text: str | Path) -> str:
@@ -221,14 +210,17 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             if entry.name.endswith(DISABLE_SUFFIX):
                 skipped.append(
                     DiscoveredHook(
-                        candidate=cand, event=None, status="disabled", reason="renamed to .disable"
+                        candidate=cand,
+                        event=None,
+                        status=Status.DISABLED,
+                        reason="renamed to .disable",
                     )
                 )
                 continue
             if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
                 skipped.append(
                     DiscoveredHook(
-                        candidate=cand, event=None, status="skipped", reason="not executable"
+                        candidate=cand, event=None, status=Status.SKIPPED, reason="not executable"
                     )
                 )
                 continue
@@ -237,8 +229,9 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                     DiscoveredHook(
                         candidate=cand,
                         event=None,
-                        status="skipped",
+                        status=Status.SKIPPED,
                         reason=f"shadowed by {seen[cand.name]} (same name, higher up)",
+                        shadowed_by=seen[cand.name],
                     )
                 )
                 continue
@@ -252,7 +245,7 @@ Answer = tuple[Event, tuple[str, ...]]
 
 def _query_env(env: Mapping[str, str] | None) -> dict[str, str]:
     qenv = dict(os.environ if env is None else env)
-    qenv["KODELET_HOOK_PROTOCOLS"] = "jsonl"
+    qenv["KODELET_HOOK_PROTOCOLS"] = Protocol.JSONL.value
     return qenv
 
 
@@ -346,16 +339,18 @@ def discover(
             return DiscoveredHook(
                 candidate=cand,
                 event=event,
-                status="disabled",
+                status=Status.DISABLED,
                 reason="disabled in config.toml",
                 protocols=protocols,
             )
         log.debug("hook %s handles %s (%s)", cand.name, event.value, cand.path)
-        return DiscoveredHook(candidate=cand, event=event, status="active", protocols=protocols)
+        return DiscoveredHook(
+            candidate=cand, event=event, status=Status.ACTIVE, protocols=protocols
+        )
 
     def skip(cand: Candidate, exc: ValueError) -> DiscoveredHook:
         log.warning("hook %s skipped: %s", cand.name, exc)
-        return DiscoveredHook(candidate=cand, event=None, status="skipped", reason=str(exc))
+        return DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=str(exc))
 
     def one(cand: Candidate) -> DiscoveredHook:
         try:
@@ -372,7 +367,10 @@ def discover(
         if why:
             results.append(
                 DiscoveredHook(
-                    candidate=cand, event=None, status="skipped", reason=f"untrusted: {why}"
+                    candidate=cand,
+                    event=None,
+                    status=Status.SKIPPED,
+                    reason=f"untrusted: {why}",
                 )
             )
             continue

@@ -1,7 +1,7 @@
-"""An executable hook as a kodelet plugin: the seeds' ``hook``/``run`` protocol.
+"""One executable hook file: the seeds' ``hook``/``run`` protocol, per call.
 
-Each discovered executable is registered with the plugin manager like any
-native plugin, so ordering, merging and tracing treat both kinds the same.
+:class:`~kodelet.adapters.executables.ExecutableAdapter` wraps all of them in one
+plugin; this class only knows how to run one file and read its answer.
 """
 
 from __future__ import annotations
@@ -9,23 +9,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import DEFAULT_TIMEOUT
+from ..errors import HookFailure
 from ..events import Event
-from ..markers import hookimpl
-from ..payloads import PAYLOAD_TYPES, field_names
-from ..wire import payload_to_wire
 from .discovery import DiscoveredHook
 from .process import ProcessResult, SpawnError, arun_process, run_process
 
+__all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
+
 log = logging.getLogger("kodelet.executable")
-
-
-class HookFailure(Exception):
-    """The hook ran but its answer cannot be used (exit status, timeout, bad output)."""
 
 
 def parse_answer(data: bytes, *, note: str = "", empty: str | None = None) -> Any:
@@ -68,30 +63,11 @@ class ExecutableHook:
         if plugin_root is not None:
             base["KODELET_PLUGIN_ROOT"] = str(plugin_root)
         self._env = base
-        setattr(self, event.value, self._make_impl())
 
     @classmethod
     def from_discovered(cls, hook: DiscoveredHook, **kw: Any) -> ExecutableHook:
         assert hook.event is not None
         return cls(hook.name, hook.path, hook.event, plugin_root=hook.candidate.plugin_root, **kw)
-
-    def _make_impl(self) -> Callable[..., Any]:
-        """A hookimpl taking the whole payload, so a raw ``pm.hook`` call runs it too.
-
-        pluggy reads argument names from the function's code object, so the
-        function is compiled with the event's field names as real parameters."""
-        names = field_names(self.event)
-        fields = ", ".join(f"{n!r}: {n}" for n in names if n != "event")
-        source = f"def {self.event.value}({', '.join(names)}):\n    return call({{{fields}}})\n"
-
-        def call(fields: dict[str, Any]) -> Any:
-            payload = PAYLOAD_TYPES[self.event](**fields)
-            return self.run(payload_to_wire(payload), timeout=DEFAULT_TIMEOUT)
-
-        namespace: dict[str, Any] = {"call": call}
-        exec(source, namespace)  # names come from our own payload models
-        impl: Callable[..., Any] = namespace[self.event.value]
-        return hookimpl(impl)
 
     def _cwd(self, payload: Mapping[str, Any]) -> str | None:
         cwd = payload.get("cwd") or self.default_cwd

@@ -42,13 +42,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import HookFailure
 from ..events import Event
-from .executable import ExecutableHook, HookFailure, parse_answer
+from ..kinds import Protocol
+from .executable import ExecutableHook, parse_answer
 from .process import STDOUT_CAP, kill_group
 
 log = logging.getLogger("kodelet.persistent")
 
-PROTOCOL = "jsonl"
+PROTOCOL = Protocol.JSONL
 STOP_GRACE = 0.5
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 5.0

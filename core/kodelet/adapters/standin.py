@@ -8,36 +8,40 @@ there, so the runtime blocks with ``hook <name> failed (fail-closed): ...``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from ..errors import HookFailure
 from ..events import Event
-from ..markers import hookimpl
+from ..kinds import Source, Status
+from ..payloads import BasePayload
+from ..seam import AdapterHook, Rank
 from .discovery import DiscoveredHook
-from .executable import HookFailure
-
-
-class FailClosedStandIn:
-    def __init__(self, hook: DiscoveredHook) -> None:
-        self.name = hook.name
-        self.__file__ = str(hook.path)
-        self.reason = hook.reason
-        events = [hook.event] if hook.event is not None else list(Event)
-        for event in events:
-            if event.blocking:
-                setattr(self, event.value, self._make_impl(event))
-
-    def _make_impl(self, event: Event) -> Callable[[], Any]:
-        def impl() -> Any:
-            raise HookFailure(f"not run: {self.reason}")
-
-        impl.__name__ = event.value
-        return hookimpl(impl)
-
-    def __repr__(self) -> str:
-        return f"<FailClosedStandIn {self.name}: {self.reason}>"
 
 
 def needs_stand_in(hook: DiscoveredHook) -> bool:
     """Skipped for a reason other than a higher hook of the same name taking its place."""
-    return hook.status == "skipped" and not hook.reason.startswith("shadowed")
+    return hook.status is Status.SKIPPED and hook.shadowed_by is None
+
+
+def stand_in(hook: DiscoveredHook, event: Event) -> AdapterHook | None:
+    """The entry that blocks in ``hook``'s place on ``event``, if it is a blocking event
+    the hook may have handled (all of them when it never said which)."""
+    if not event.blocking or hook.event not in (None, event):
+        return None
+    reason = hook.reason
+
+    def run(payload: BasePayload, timeout: float) -> Any:
+        raise HookFailure(f"not run: {reason}")
+
+    async def arun(payload: BasePayload, timeout: float) -> Any:
+        run(payload, timeout)
+
+    return AdapterHook(
+        name=hook.name,
+        source=Source.EXECUTABLE,
+        rank=Rank.EXTERNAL,
+        run=run,
+        arun=arun,
+        path=str(hook.path),
+        note=f"cannot run ({reason}); fail_closed: blocks in its place",
+    )

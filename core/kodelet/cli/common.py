@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import attrs
 import typer
 
+from ..assembly import load_runtime
 from ..config import ConfigError
 from ..runtime import Runtime
 
@@ -43,7 +44,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def make_runtime(ctx: typer.Context, **kwargs: Any) -> Runtime:
     st = state(ctx)
     try:
-        return Runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
+        return load_runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
     except ConfigError as exc:
         fail(str(exc), 2)
 

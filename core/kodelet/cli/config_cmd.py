@@ -56,9 +56,6 @@ def show(
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(2)]
     for key, value, source in [header, *rows]:
         typer.echo(f"{key:<{widths[0]}}  {value:<{widths[1]}}  {source}".rstrip())
-    for label, path in (
-        ("global", places.global_root / "config.toml"),
-        ("local", places.local_root / "config.toml"),
-    ):
+    for label, path in places.config_files():
         note = "" if path.is_file() else " (absent)"
         typer.echo(f"# {label} file: {path}{note}")

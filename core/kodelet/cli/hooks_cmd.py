@@ -12,13 +12,11 @@ from typing import Any
 
 import typer
 
-from ..adapters.discovery import DISABLE_SUFFIX
-from ..adapters.standin import FailClosedStandIn
 from ..config import Config, ConfigError, load_config
 from ..events import Event, parse_event
+from ..listing import hook_rows
 from ..loading import entry_points
-from ..places import Places
-from ..runtime import Runtime
+from ..places import DISABLE_SUFFIX, Places, hook_file
 from ..wire import WireError, payload_from_wire, result_to_wire
 from .common import fail, listing_quietly, make_runtime, print_json, render_table, state
 
@@ -37,82 +35,6 @@ def _event(name: str) -> Event:
         fail(str(exc), 2)
 
 
-def implemented(rt: Runtime, plugin: Any) -> list[Event]:
-    """Events a plugin implements, found without registering it (it is disabled)."""
-    found: set[str] = set()
-    for attr in dir(plugin):
-        opts = rt.pm.parse_hookimpl_opts(plugin, attr)
-        if opts is not None:
-            found.add(opts.get("specname") or attr)
-    return [e for e in Event if e.value in found]
-
-
-def _rows(rt: Runtime, only: Event | None) -> list[dict[str, Any]]:
-    """Active hooks per event in call order, then the ones that will not run and why."""
-    paths = {info.name: info.path for info in rt.plugins}
-    natives_off = [
-        (info, implemented(rt, info.plugin) if info.plugin is not None else [])
-        for info in rt.plugins
-        if info.disabled or info.error
-    ]
-    rows: list[dict[str, Any]] = []
-
-    def row(
-        event: Event | None,
-        name: str,
-        kind: str,
-        path: Any,
-        order: int | None,
-        status: str,
-        reason: str | None,
-    ) -> None:
-        rows.append(
-            {
-                "event": None if event is None else event.value,
-                "name": name,
-                "kind": kind,
-                "path": None if path is None else str(path),
-                "order": order,
-                "status": status,
-                "reason": reason,
-            }
-        )
-
-    for event in Event:
-        if only is not None and event is not only:
-            continue
-        for i, entry in enumerate(rt.hooks(event), start=1):
-            path = entry.path if entry.executable is not None else paths.get(entry.name, entry.path)
-            why = None
-            if isinstance(entry.impl.plugin, FailClosedStandIn):
-                why = f"cannot run ({entry.impl.plugin.reason}); fail_closed: blocks in its place"
-            row(event, entry.name, entry.source.value, path, i, "active", why)
-        for hook in rt.discovered:
-            if hook.event is event and hook.status != "active":
-                row(event, hook.name, "executable", hook.path, None, hook.status, hook.reason)
-        for info, events in natives_off:
-            if event in events:
-                row(
-                    event,
-                    info.name,
-                    info.kind,
-                    info.path,
-                    None,
-                    "disabled",
-                    "disabled in config.toml",
-                )
-    # What kodelet could not ask or load has no known event: shown under every filter.
-    for hook in rt.discovered:
-        if hook.event is None:
-            row(None, hook.name, "executable", hook.path, None, hook.status, hook.reason)
-    for info, events in natives_off:
-        if info.error:
-            row(None, info.name, info.kind, info.path, None, "skipped", info.error)
-        elif not events:
-            row(None, info.name, info.kind, info.path, None, "disabled", "disabled in config.toml")
-    return rows
-
-
 @app.command("list")
 def list_hooks(
     ctx: typer.Context,
@@ -124,7 +46,7 @@ def list_hooks(
     with listing_quietly():
         rt = make_runtime(ctx)
         try:
-            rows = _rows(rt, only)
+            rows = hook_rows(rt, only)
         finally:
             rt.close()
     if as_json:
@@ -246,11 +168,8 @@ def _hook_file(places: Places, name: str) -> tuple[Path, Path] | None:
     if any(p in ("", ".", "..") for p in parts) or len(parts) not in (1, 3):
         return None
     for _, root in places.roots():
-        if len(parts) == 1:
-            hooks = root / "hooks"
-        else:
-            hooks = root / "plugins" / f"{parts[0]}@{parts[1]}" / "hooks"
-        on, off = hooks / parts[-1], hooks / (parts[-1] + DISABLE_SUFFIX)
+        on = hook_file(root, name)
+        off = on.with_name(on.name + DISABLE_SUFFIX)
         if os.path.lexists(on) or os.path.lexists(off):
             return on, off
     return None

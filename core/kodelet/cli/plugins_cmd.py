@@ -11,12 +11,11 @@ from typing import Any
 import typer
 
 from .. import repos
+from ..assembly import load_runtime
 from ..config import ConfigError
+from ..listing import plugin_rows
 from ..places import Places
-from ..recipes.loader import builtin_recipes
-from ..runtime import Runtime
 from .common import fail, listing_quietly, print_json, render_table, state
-from .hooks_cmd import implemented
 
 app = typer.Typer(
     help="List, add and remove plugins: Python packages and plugin repositories.",
@@ -29,31 +28,14 @@ def _native_rows(cwd: Path) -> list[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if k != "KODELET_NO_HOOKS"}
     try:
         with listing_quietly():
-            rt = Runtime(cwd=cwd, executables=False, env=env)
+            rt = load_runtime(cwd=cwd, executables=False, env=env)
     except ConfigError as exc:
         fail(str(exc), 2)
     try:
-        rows = []
-        shipped = builtin_recipes()
-        for info in rt.plugins:
-            events = info.events
-            if info.disabled and info.plugin is not None:
-                events = [e.value for e in implemented(rt, info.plugin)]
-            rows.append(
-                {
-                    "name": info.name,
-                    "kind": info.kind,
-                    "location": info.location,
-                    "path": info.path,
-                    "version": info.version,
-                    "hooks": list(events),
-                    "skills": [],
-                    "recipes": shipped.get(info.name, []) if info.kind == "builtin" else [],
-                    "error": info.error,
-                    "_disabled": info.disabled,
-                    "_version": info.version or "",
-                }
-            )
+        rows = plugin_rows(rt)
+        for row in rows:
+            row["_disabled"] = row.pop("disabled")
+            row["_version"] = row["version"] or ""
         return rows
     finally:
         rt.close()

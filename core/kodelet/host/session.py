@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from ..events import Event
-from ..payloads import PAYLOAD_TYPES, BasePayload, Message, StructuredToolResult, UsageInfo
+from ..payloads import BasePayload, Message, StructuredToolResult, UsageInfo
 from ..results import (
     AfterToolCallResult,
     AfterTurnResult,
@@ -22,9 +22,8 @@ from ..results import (
 )
 from ..runtime import Runtime
 from ..trace import Dispatch
-from ..wire import converter, structure
-
-_MISSING: Any = object()
+from ..wire import MISSING as _MISSING
+from ..wire import build_payload
 
 
 class Session:
@@ -48,20 +47,13 @@ class Session:
 
     def payload(self, event: Event, **fields: Any) -> BasePayload:
         """Build and validate the payload for ``event`` from its own fields."""
-        data: dict[str, Any] = {
+        base = {
             "conv_id": self.conv_id,
             "cwd": self.cwd,
             "invoked_by": self.invoked_by,
             "recipe_name": self.recipe_name,
         }
-        for key, value in fields.items():
-            if value is _MISSING:
-                raise ValueError(f"{event.value}: missing required field {key!r}")
-            if value is not None:
-                data[key] = converter.unstructure(value)
-        if "tool_output" in data and isinstance(data["tool_output"], dict):
-            data["tool_output"] = {k: v for k, v in data["tool_output"].items() if v is not None}
-        return structure(data, PAYLOAD_TYPES[event], what=event.value)
+        return build_payload(event, {**base, **fields})
 
     def _done(self, dispatch: Dispatch) -> Any:
         self.last = dispatch
@@ -83,7 +75,7 @@ class Session:
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        fields = _before_tool(tool_name, tool_input, tool_user_id)
+        fields = {"tool_name": tool_name, "tool_input": tool_input, "tool_user_id": tool_user_id}
         return cast(BeforeToolCallResult, self.dispatch(Event.BEFORE_TOOL_CALL, **fields))
 
     def after_tool_call(
@@ -93,7 +85,12 @@ class Session:
         tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING,
         tool_user_id: str = "",
     ) -> AfterToolCallResult:
-        fields = _after_tool(tool_name, tool_input, tool_output, tool_user_id)
+        fields = {
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_output": tool_output,
+            "tool_user_id": tool_user_id,
+        }
         return cast(AfterToolCallResult, self.dispatch(Event.AFTER_TOOL_CALL, **fields))
 
     def user_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
@@ -111,15 +108,15 @@ class Session:
         messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        fields = _after_turn(
-            turn_number,
-            tools_used,
-            usage,
-            auto_compact_enabled,
-            auto_compact_threshold,
-            messages,
-            response,
-        )
+        fields = {
+            "turn_number": turn_number,
+            "tools_used": tools_used,
+            "usage": usage,
+            "auto_compact_enabled": auto_compact_enabled,
+            "auto_compact_threshold": auto_compact_threshold,
+            "messages": messages,
+            "response": response,
+        }
         return cast(AfterTurnResult, self.dispatch(Event.AFTER_TURN, **fields))
 
     def agent_stop(
@@ -131,13 +128,13 @@ class Session:
         auto_compact_enabled: bool = False,
         auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
-        fields = _agent_stop(
-            messages,
-            usage,
-            self.recipe_name if invoked_recipe is None else invoked_recipe,
-            auto_compact_enabled,
-            auto_compact_threshold,
-        )
+        fields = {
+            "messages": messages,
+            "usage": usage,
+            "invoked_recipe": self.recipe_name if invoked_recipe is None else invoked_recipe,
+            "auto_compact_enabled": auto_compact_enabled,
+            "auto_compact_threshold": auto_compact_threshold,
+        }
         return cast(AgentStopResult, self.dispatch(Event.AGENT_STOP, **fields))
 
     # -- async API -----------------------------------------------------------
@@ -148,7 +145,7 @@ class Session:
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        fields = _before_tool(tool_name, tool_input, tool_user_id)
+        fields = {"tool_name": tool_name, "tool_input": tool_input, "tool_user_id": tool_user_id}
         return cast(BeforeToolCallResult, await self.adispatch(Event.BEFORE_TOOL_CALL, **fields))
 
     async def aafter_tool_call(
@@ -158,7 +155,12 @@ class Session:
         tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING,
         tool_user_id: str = "",
     ) -> AfterToolCallResult:
-        fields = _after_tool(tool_name, tool_input, tool_output, tool_user_id)
+        fields = {
+            "tool_name": tool_name,
+            "tool_input": tool_input,
+            "tool_output": tool_output,
+            "tool_user_id": tool_user_id,
+        }
         return cast(AfterToolCallResult, await self.adispatch(Event.AFTER_TOOL_CALL, **fields))
 
     async def auser_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
@@ -176,15 +178,15 @@ class Session:
         messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        fields = _after_turn(
-            turn_number,
-            tools_used,
-            usage,
-            auto_compact_enabled,
-            auto_compact_threshold,
-            messages,
-            response,
-        )
+        fields = {
+            "turn_number": turn_number,
+            "tools_used": tools_used,
+            "usage": usage,
+            "auto_compact_enabled": auto_compact_enabled,
+            "auto_compact_threshold": auto_compact_threshold,
+            "messages": messages,
+            "response": response,
+        }
         return cast(AfterTurnResult, await self.adispatch(Event.AFTER_TURN, **fields))
 
     async def aagent_stop(
@@ -196,76 +198,11 @@ class Session:
         auto_compact_enabled: bool = False,
         auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
-        fields = _agent_stop(
-            messages,
-            usage,
-            self.recipe_name if invoked_recipe is None else invoked_recipe,
-            auto_compact_enabled,
-            auto_compact_threshold,
-        )
+        fields = {
+            "messages": messages,
+            "usage": usage,
+            "invoked_recipe": self.recipe_name if invoked_recipe is None else invoked_recipe,
+            "auto_compact_enabled": auto_compact_enabled,
+            "auto_compact_threshold": auto_compact_threshold,
+        }
         return cast(AgentStopResult, await self.adispatch(Event.AGENT_STOP, **fields))
-
-
-def _before_tool(
-    tool_name: str, tool_input: Mapping[str, Any] | None, tool_user_id: str
-) -> dict[str, Any]:
-    return {
-        "tool_name": tool_name,
-        "tool_input": _mapping(tool_input),
-        "tool_user_id": tool_user_id,
-    }
-
-
-def _after_turn(
-    turn_number: int,
-    tools_used: bool,
-    usage: Any,
-    auto_compact_enabled: bool,
-    auto_compact_threshold: float | None,
-    messages: list[Message] | None,
-    response: str | None,
-) -> dict[str, Any]:
-    return {
-        "turn_number": turn_number,
-        "tools_used": tools_used,
-        "usage": usage,
-        "auto_compact_enabled": auto_compact_enabled,
-        "auto_compact_threshold": auto_compact_threshold,
-        "messages": messages,
-        "response": response,
-    }
-
-
-def _agent_stop(
-    messages: list[Message] | None,
-    usage: Any,
-    invoked_recipe: str,
-    auto_compact_enabled: bool,
-    auto_compact_threshold: float | None,
-) -> dict[str, Any]:
-    return {
-        "messages": messages or [],
-        "usage": usage,
-        "invoked_recipe": invoked_recipe,
-        "auto_compact_enabled": auto_compact_enabled,
-        "auto_compact_threshold": auto_compact_threshold,
-    }
-
-
-def _after_tool(
-    tool_name: str, tool_input: Mapping[str, Any] | None, tool_output: Any, tool_user_id: str
-) -> dict[str, Any]:
-    return {
-        "tool_name": tool_name,
-        "tool_input": _mapping(tool_input),
-        "tool_output": tool_output,
-        "tool_user_id": tool_user_id,
-    }
-
-
-def _mapping(value: Any) -> Any:
-    """A copy of a mapping; anything else is passed on for the converter to name and refuse
-    (``dict(["ls"])`` would quietly make ``{"l": "s"}``)."""
-    if value is None:
-        return {}
-    return dict(value) if isinstance(value, Mapping) else value

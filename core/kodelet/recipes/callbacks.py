@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 
+from ..errors import KodeletError
 from ..payloads import Message
 from ..places import Places
 from .loader import Recipe, RecipeLibrary, RecipeNotFound
@@ -26,7 +27,7 @@ log = logging.getLogger("kodelet.callbacks")
 MODEL_ENV = "KODELET_MODEL"
 
 
-class UnknownCallback(LookupError):
+class UnknownCallback(KodeletError, LookupError):
     """A hook asked for a callback that resolves to no recipe."""
 
 

@@ -23,9 +23,9 @@ from typing import Any
 import attrs
 import yaml
 
-from ..adapters.discovery import plugin_dir_name
+from ..errors import KodeletError
 from ..loading import entry_points
-from ..places import Places
+from ..places import Places, installed_plugins, recipes_dir
 
 log = logging.getLogger("kodelet.recipes")
 
@@ -34,11 +34,11 @@ _TEMPLATE = re.compile(r"\{\{\s*\.?([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}")
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]+(?:/[A-Za-z0-9_.@-]+)*$")
 
 
-class RecipeError(ValueError):
+class RecipeError(KodeletError, ValueError):
     """A recipe file that cannot be used; the message starts with the file's path."""
 
 
-class RecipeNotFound(LookupError):
+class RecipeNotFound(KodeletError, LookupError):
     """No recipe of that name in any of the places looked at."""
 
 
@@ -185,13 +185,9 @@ def builtin_recipes() -> dict[str, list[str]]:
 
 
 def _plugin_dirs(root: Path) -> Iterator[tuple[Path, str]]:
-    try:
-        entries = sorted(p for p in (root / "plugins").iterdir() if p.is_dir())
-    except OSError:
-        return
-    for pdir in entries:
-        if (pdir / "recipes").is_dir():
-            yield pdir / "recipes", plugin_dir_name(pdir.name)
+    for name, pdir in installed_plugins(root):
+        if recipes_dir(pdir).is_dir():
+            yield recipes_dir(pdir), name
 
 
 class RecipeLibrary:
@@ -204,7 +200,7 @@ class RecipeLibrary:
     def dirs(self) -> list[RecipeDir]:
         out: list[RecipeDir] = []
         for location, root in self.places.roots():
-            out.append(RecipeDir(path=root / "recipes", location=location))
+            out.append(RecipeDir(path=recipes_dir(root), location=location))
             for path, plugin in _plugin_dirs(root):
                 out.append(RecipeDir(path=path, location=location, plugin=plugin))
         if self._builtin_dirs is None:

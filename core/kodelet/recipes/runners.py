@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from ..errors import KodeletError
 from ..payloads import AfterToolCallPayload, Message, StructuredToolResult
 from ..wire import converter, structure
 from .loader import Recipe
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 
-class RunnerError(RuntimeError):
+class RunnerError(KodeletError, RuntimeError):
     """A runner could not produce output; the message says why in one line."""
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ..errors import KodeletError
 from ..payloads import StructuredToolResult, UsageInfo
 from ..wire import converter
 
@@ -24,7 +25,7 @@ VERSION = 1
 DEMO_NAME = "demo_session.json"
 
 
-class SessionFormatError(ValueError):
+class SessionFormatError(KodeletError, ValueError):
     """A session file does not match the format; the message is one line naming the place."""
 
 

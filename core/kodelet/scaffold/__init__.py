@@ -13,6 +13,8 @@ from string import Template
 
 import attrs
 
+from ..errors import KodeletError
+
 __all__ = ["Names", "ScaffoldError", "create", "names_for"]
 
 PREFIX = "kodelet-plugin-"
@@ -28,7 +30,7 @@ FILES = {
 }
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(KodeletError, ValueError):
     """A name or target directory that cannot be used; the message says which."""
 
 

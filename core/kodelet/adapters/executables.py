@@ -1,0 +1,117 @@
+"""The executable adapter: one plugin wrapping every discovered executable hook.
+
+Discovery (:mod:`.discovery`, through the cache) finds the files and asks each its
+event; this adapter turns the active ones into seam entries, in the seeds'
+precedence order, with a per-call or persistent runner each, and puts a blocking
+stand-in (:mod:`.standin`) in place of a fail-closed hook that cannot run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..config import Config
+from ..events import Event
+from ..kinds import Source, Status
+from ..payloads import BasePayload
+from ..places import Places
+from ..seam import Adapter, AdapterHook, Rank
+from ..wire import payload_to_wire
+from .cache import DiscoveryCache, cache_disabled
+from .discovery import DiscoveredHook, discover
+from .executable import ExecutableHook
+from .persistent import PROTOCOL as PERSISTENT_PROTOCOL
+from .persistent import PersistentHook
+from .standin import needs_stand_in, stand_in
+
+NAME = "kodelet:executables"
+
+
+class ExecutableAdapter(Adapter):
+    """Executable hooks as seam entries; ``discovered`` lists every file looked at."""
+
+    def __init__(
+        self,
+        discovered: Sequence[DiscoveredHook],
+        config: Config,
+        *,
+        default_cwd: str,
+        env: Mapping[str, str],
+        persistent: bool = True,
+    ) -> None:
+        super().__init__()
+        self.discovered = list(discovered)
+        self._runners: dict[str, ExecutableHook] = {}
+        self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
+        # The payload most recently turned into JSON: consecutive hooks of one event
+        # usually see the same payload, so it is encoded once.
+        self._wired: tuple[BasePayload | None, dict[str, Any]] = (None, {})
+        active = {h.name for h in self.discovered if h.status is Status.ACTIVE}
+        for hook in self.discovered:
+            if hook.status is Status.ACTIVE and hook.event is not None:
+                keep = persistent and PERSISTENT_PROTOCOL in hook.protocols
+                cls = PersistentHook if keep else ExecutableHook
+                runner = cls.from_discovered(hook, default_cwd=default_cwd, env=env)
+                self._runners[hook.name] = runner
+                self._entries[hook.event].append(self._entry(runner))
+            elif (
+                needs_stand_in(hook)
+                and hook.name not in active
+                and config.hook(hook.name).fail_closed
+                and config.hook_enabled(hook.name)
+            ):
+                for event in Event:
+                    guard = stand_in(hook, event)
+                    if guard is not None:
+                        self._entries[event].append(guard)
+
+    @classmethod
+    def load(
+        cls, places: Places, config: Config, env: Mapping[str, str], *, persistent: bool = True
+    ) -> ExecutableAdapter:
+        """Discover the hooks of both roots; answers to ``hook`` come from the discovery
+        cache unless ``KODELET_NO_CACHE`` is set. ``persistent=False`` runs every hook
+        per call, even one that offers ``serve`` (for comparisons)."""
+        if cache_disabled(env):
+            found = discover(places, config, env=env)
+        else:
+            cache = DiscoveryCache.for_root(places.global_root, env=env)
+            found = discover(places, config, env=env, query=cache)
+            cache.save()
+        return cls(found, config, default_cwd=str(places.cwd), env=env, persistent=persistent)
+
+    def _wire(self, payload: BasePayload) -> dict[str, Any]:
+        seen, wire = self._wired
+        if seen is not payload:
+            wire = payload_to_wire(payload)
+            self._wired = (payload, wire)
+        return wire
+
+    def _entry(self, runner: ExecutableHook) -> AdapterHook:
+        def run(payload: BasePayload, timeout: float) -> Any:
+            return runner.run(self._wire(payload), timeout=timeout)
+
+        async def arun(payload: BasePayload, timeout: float) -> Any:
+            return await runner.arun(self._wire(payload), timeout=timeout)
+
+        return AdapterHook(
+            name=runner.name,
+            source=Source.EXECUTABLE,
+            rank=Rank.EXTERNAL,
+            run=run,
+            arun=arun,
+            path=str(runner.path),
+        )
+
+    def kodelet_hooks(self, event: Event) -> Sequence[AdapterHook]:
+        return self._entries[event]
+
+    def executables(self) -> list[ExecutableHook]:
+        return list(self._runners.values())
+
+    def close(self) -> None:
+        for runner in self._runners.values():
+            with contextlib.suppress(Exception):
+                runner.close()

@@ -1,0 +1,70 @@
+"""The composition root: one function that assembles a ready runtime.
+
+:class:`~kodelet.runtime.Runtime` loads nothing by itself; this is where the
+built-ins, the ``kodelet.plugins`` entry points, the adapters and the
+configuration come together, the way ``llm.load_plugins()`` does for llm. The CLI,
+the testing kit, replay and hosts all build their runtimes here, so every one of
+them sees the same hooks in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from .adapters.executables import NAME as EXECUTABLES
+from .adapters.executables import ExecutableAdapter
+from .config import Config, load_config
+from .loading import entry_points as installed_entry_points
+from .loading import load
+from .places import Places
+from .runtime import SLOW_AFTER, Runtime
+
+__all__ = ["load_runtime"]
+
+
+def load_runtime(
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+    config: Config | None = None,
+    no_hooks: bool | None = None,
+    entry_points: bool = True,
+    builtins: bool = True,
+    executables: bool = True,
+    plugins: Iterable[Any] = (),
+    disabled: Iterable[str] = (),
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    slow_after: float = SLOW_AFTER,
+) -> Runtime:
+    """A runtime with every hook that applies to ``cwd``, configured and ready.
+
+    ``entry_points=False`` and ``executables=False`` give an isolated runtime with
+    only the ``plugins`` passed in (each an object, or a ``(name, object)`` pair),
+    which is what plugin authors' tests want. ``no_hooks`` (or ``KODELET_NO_HOOKS=1``)
+    keeps only the built-ins. ``config`` replaces the config files and environment;
+    ``timeout`` and ``no_hooks`` are the CLI flags on top of them."""
+    env = dict(os.environ if env is None else env)
+    places = Places.resolve(cwd, home, env)
+    if config is None:
+        config = load_config(places, env, timeout=timeout, no_hooks=no_hooks)
+    elif no_hooks:
+        config = attrs.evolve(config, no_hooks=True)
+    runtime = Runtime(
+        config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
+    )
+    if entry_points or builtins:
+        for builtin, ep in installed_entry_points():
+            if (builtin and builtins) or (not builtin and entry_points and not config.no_hooks):
+                runtime.add_plugin(load(ep, builtin))
+    for plugin in plugins:
+        name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
+        runtime.register(obj, name=name)
+    if executables and not config.no_hooks:
+        runtime.add_adapter(ExecutableAdapter.load(places, config, env), EXECUTABLES)
+    runtime.configure()
+    return runtime

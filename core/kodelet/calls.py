@@ -1,0 +1,86 @@
+"""How the runtime calls one hook: time limits for coroutines, and the two drivers'
+shared step, so the sync and async APIs run the one dispatch loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Coroutine, Generator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .errors import HookFailure, KodeletError
+
+
+def describe(exc: BaseException) -> str:
+    """How a hook's exception reads in logs and traces: our own errors speak for themselves."""
+    try:
+        text = str(exc)
+    except Exception:  # a plugin's exception must not break the report of its failure
+        text = "<unprintable>"
+    if isinstance(exc, KodeletError):
+        return text
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+class CoroutineRunner:
+    """Runs an ``async def`` hookimpl to completion from the sync API: on a loop of
+    its own, or in a worker thread when the caller is already inside a running loop."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+            return self._loop.run_until_complete(coro)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coro).result()
+
+    def close(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.close()
+
+
+async def bounded(coro: Awaitable[Any], timeout: float) -> Any:
+    """An ``async def`` impl gets the same time limit as an executable.
+
+    ``asyncio.timeout`` rather than ``wait_for``: no extra task, so a Ctrl-C inside a
+    hook propagates cleanly (through ``wait_for``'s inner task CPython 3.11 can
+    corrupt its recursion bookkeeping)."""
+    limit = asyncio.timeout(timeout)
+    try:
+        async with limit:
+            return await coro
+    except TimeoutError:
+        if limit.expired():
+            raise HookFailure(f"timed out after {timeout:g}s") from None
+        raise
+
+
+def feed(steps: Generator[Any, Any, Any], ok: bool, value: Any) -> tuple[bool, Any]:
+    """Resume the dispatch loop with a hook's awaited answer (or its exception):
+    (False, the next awaitable) or (True, the Dispatch)."""
+    try:
+        return False, (steps.send(value) if ok else steps.throw(value))
+    except StopIteration as stop:
+        return True, stop.value
+
+
+async def caught(awaitable: Any) -> tuple[bool, Any]:
+    try:
+        return True, await awaitable
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        return False, exc
+
+
+def cancelling() -> bool:
+    """True when the dispatching task itself was cancelled, not just a hook raising
+    ``CancelledError`` of its own accord (which is that hook's failure)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

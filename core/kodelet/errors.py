@@ -1,0 +1,16 @@
+"""The project's exceptions share one base, so a host can catch kodelet's own errors
+in one ``except`` without swallowing its own bugs."""
+
+from __future__ import annotations
+
+
+class KodeletError(Exception):
+    """Base of every error kodelet raises on purpose. Its text is written for users:
+    it names the problem and is shown as it is, without the class name."""
+
+
+class HookFailure(KodeletError):
+    """A hook ran but its answer cannot be used (exit status, timeout, bad output).
+
+    Raised inside one hook's call and caught by the dispatch loop: that hook's
+    failure, never the host's."""
