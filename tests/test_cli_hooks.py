@@ -8,8 +8,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from kodelet.cli.hooks_cmd import set_disabled_plugins
 from kodelet.config import ConfigError
+from kodelet.config_edit import set_disabled_plugins
 
 from tests.conftest import write_hook
 from tests.test_repos import BLOCKING_HOOK, make_git_repo, no_traceback, run_kodelet
@@ -430,12 +430,19 @@ def test_set_disabled_plugins_rewrites_only_that_key(tmp_path: Path, before: str
 @pytest.mark.parametrize(
     "before", ['plugins.disabled = ["a"]\n', 'plugins = { disabled = ["a"] }\n']
 )
-def test_set_disabled_plugins_refuses_layouts_it_cannot_edit(tmp_path: Path, before: str) -> None:
+def test_set_disabled_plugins_edits_dotted_and_inline_layouts(tmp_path: Path, before: str) -> None:
     path = tmp_path / "config.toml"
     path.write_text(before)
-    with pytest.raises(ConfigError, match=r"cannot update \[plugins\] disabled safely"):
+    set_disabled_plugins(path, ["b"])
+    assert tomllib.loads(path.read_text()) == {"plugins": {"disabled": ["b"]}}
+
+
+def test_set_disabled_plugins_leaves_an_invalid_file_alone(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[plugins\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
         set_disabled_plugins(path, ["b"])
-    assert path.read_text() == before
+    assert path.read_text() == "[plugins\n"
 
 
 def test_enable_says_when_config_still_disables_the_hook(project: Path) -> None:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ..config import Config, ConfigError, load_config
+from ..config_edit import set_disabled_plugins
 from ..events import Event, parse_event
 from ..listing import hook_rows
 from ..loading import entry_points
@@ -187,99 +186,6 @@ def _toggle_file(on: Path, off: Path, enable: bool) -> str:
     except OSError as exc:
         fail(f"cannot rename {src}: {exc.strerror or exc}", 1)
     return f"{verb.capitalize()} {dst}"
-
-
-_HEADER = re.compile(r"^\s*\[\[?([^\[\]]+)\]\]?\s*(#.*)?$")
-_DISABLED_KEY = re.compile(r"^(\s*)disabled\s*=")
-
-
-def _value_end(text: str, start: int) -> int:
-    """Index just past a TOML value starting at ``start`` (arrays may span lines)."""
-    depth, i, quote = 0, start, ""
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c == "[":
-            depth += 1
-        elif c == "]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif c == "#":
-            if depth == 0:
-                return i
-            nl = text.find("\n", i)
-            i = len(text) if nl < 0 else nl
-            continue
-        elif c == "\n" and depth == 0:
-            return i
-        i += 1
-    return i
-
-
-def set_disabled_plugins(path: Path, names: list[str]) -> None:
-    """Rewrite only ``[plugins] disabled`` in a config file, leaving everything else as it was.
-
-    The edit is checked by parsing the result: if the file is laid out in a way this
-    does not handle, it is left untouched and the error says what to write by hand."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    value = "[" + ", ".join(json.dumps(n, ensure_ascii=False) for n in names) + "]"
-    line = f"disabled = {value}"
-    lines = text.splitlines(keepends=True)
-    header = next(
-        (i for i, ln in enumerate(lines) if (m := _HEADER.match(ln)) and m[1].strip() == "plugins"),
-        None,
-    )
-    if header is None:
-        new = None
-        if "plugins" not in data:
-            prefix = text if not text or text.endswith("\n") else text + "\n"
-            new = prefix + ("\n" if prefix else "") + f"[plugins]\n{line}\n"
-    else:
-        offset = sum(len(ln) for ln in lines[: header + 1])
-        new = None
-        pos = offset
-        for ln in lines[header + 1 :]:
-            if _HEADER.match(ln):
-                break
-            m = _DISABLED_KEY.match(ln)
-            if m:
-                start = pos + len(m[0])
-                while start < len(text) and text[start] in " \t":
-                    start += 1
-                end = _value_end(text, start)
-                new = text[: pos + len(m[1])] + line + text[end:]
-                break
-            pos += len(ln)
-        if new is None and "disabled" not in data.get("plugins", {}):
-            new = text[:offset] + (line + "\n") + text[offset:]
-    expected = dict(data)
-    expected["plugins"] = {**data.get("plugins", {}), "disabled": names}
-    try:
-        ok = new is not None and tomllib.loads(new) == expected
-    except tomllib.TOMLDecodeError:
-        ok = False
-    if new is None or not ok:
-        raise ConfigError(
-            f"{path}: cannot update [plugins] disabled safely; set it by hand to {value}"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
