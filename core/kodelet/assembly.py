@@ -57,8 +57,9 @@ def load_runtime(
     runtime = Runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
-    if entry_points or builtins:
-        for builtin, ep in installed_entry_points():
+    third_party = entry_points and not config.no_hooks
+    if third_party or builtins:
+        for builtin, ep in installed_entry_points(builtins_only=not third_party):
             if (builtin and builtins) or (not builtin and entry_points and not config.no_hooks):
                 runtime.add_plugin(load(ep, builtin))
     for plugin in plugins:

@@ -4,7 +4,7 @@ shared step, so the sync and async APIs run the one dispatch loop."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,7 +30,8 @@ class CoroutineRunner:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    def run(self, awaitable: Awaitable[Any]) -> Any:
+        coro = _awaiting(awaitable)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -43,6 +44,10 @@ class CoroutineRunner:
     def close(self) -> None:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.close()
+
+
+async def _awaiting(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
 
 
 async def bounded(coro: Awaitable[Any], timeout: float) -> Any:
@@ -63,7 +68,7 @@ async def bounded(coro: Awaitable[Any], timeout: float) -> Any:
 
 def feed(steps: Generator[Any, Any, Any], ok: bool, value: Any) -> tuple[bool, Any]:
     """Resume the dispatch loop with a hook's awaited answer (or its exception):
-    (False, the next awaitable) or (True, the Dispatch)."""
+    (False, the next awaitable) or (True, None) once it has finished."""
     try:
         return False, (steps.send(value) if ok else steps.throw(value))
     except StopIteration as stop:

@@ -42,8 +42,17 @@ def _is_own(dist: Any) -> bool:
     return name.lower().replace("_", "-") == PROJECT
 
 
-def entry_points() -> list[tuple[bool, Any]]:
-    """(is_builtin, entry point), built-ins first, each group sorted by name."""
+def entry_points(*, builtins_only: bool = False) -> list[tuple[bool, Any]]:
+    """(is_builtin, entry point), built-ins first, each group sorted by name.
+
+    ``builtins_only`` reads kodelet's own distribution instead of scanning every
+    installed one, which is most of the cost of a runtime with only built-ins."""
+    if builtins_only:
+        try:
+            own = importlib_metadata.distribution(PROJECT).entry_points
+        except importlib_metadata.PackageNotFoundError:
+            return []
+        return [(True, ep) for ep in sorted(own.select(group=ENTRY_POINT_GROUP), key=_name)]
     eps = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
     seen: set[str] = set()
     found: list[tuple[bool, Any]] = []
@@ -53,6 +62,10 @@ def entry_points() -> list[tuple[bool, Any]]:
         seen.add(ep.name)
         found.append((_is_own(ep.dist), ep))
     return found
+
+
+def _name(ep: Any) -> str:
+    return str(ep.name)
 
 
 def load(ep: Any, builtin: bool) -> PluginInfo:

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Generator, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pluggy
 
@@ -67,6 +67,7 @@ class Runtime:
         self._disabled = set(disabled) | set(self.config.disabled_plugins)
         self._sources: dict[str, Source] = {}
         self._order: dict[Event, list[HookEntry]] = {}
+        self._plans: dict[Event, tuple[list[HookEntry], list[tuple[Any, ...]]]] = {}
         self._coroutines = CoroutineRunner()
         self._closed = False
         self._configured = False
@@ -112,7 +113,7 @@ class Runtime:
 
     def add_adapter(self, adapter: Any, name: str) -> None:
         """Plug in an adapter (:class:`kodelet.seam.Adapter`): one registration, all its hooks."""
-        self.pm.register(adapter, name=name)
+        self.pm.register(adapter.plugin, name=name)
         self.adapters[name] = adapter
         self._order.clear()
 
@@ -141,6 +142,16 @@ class Runtime:
         if entries is None:
             entries = self._order[event] = self._build_order(event)
         return entries
+
+    def _plan(self, event: Event) -> list[tuple[Any, ...]]:
+        """The call order unpacked into the loop's locals, rebuilt when the order is."""
+        entries = self.hooks(event)
+        held = self._plans.get(event)
+        if held is None or held[0] is not entries:
+            steps = [(e, e.name, e.source, e.call, e.acall, e.get, e.nargs, e.timeout)
+                     for e in entries]  # fmt: skip
+            held = self._plans[event] = (entries, steps)
+        return held[1]
 
     def _build_order(self, event: Event) -> list[HookEntry]:
         out: list[HookEntry] = []
@@ -185,19 +196,19 @@ class Runtime:
 
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
-        steps = self._steps(payload, asynchronous=False)
-        done, value = feed(steps, True, None)
-        while not done:  # only an ``async def`` native impl gets here
-            done, value = feed(steps, *self._coroutines.run(caught(value)))
-        return cast(Dispatch, value)
+        box: list[Dispatch] = []
+        for _ in self._steps(payload, box, asynchronous=False):
+            pass  # the sync loop never yields: it runs a coroutine where the async one awaits
+        return box[0]
 
     async def adispatch(self, payload: BasePayload) -> Dispatch:
         """The async twin of :meth:`dispatch`: the same loop, asyncio subprocesses."""
-        steps = self._steps(payload, asynchronous=True)
+        box: list[Dispatch] = []
+        steps = self._steps(payload, box, asynchronous=True)
         done, value = feed(steps, True, None)
         while not done:
             done, value = feed(steps, *await caught(value))
-        return cast(Dispatch, value)
+        return box[0]
 
     # The one dispatch loop, for both drivers: it yields only the awaitables a hook
     # returned, which the sync driver runs to completion and the async one awaits.
@@ -205,47 +216,50 @@ class Runtime:
     # for the trace (TraceRecords are built only when ``Dispatch.trace`` is read). A
     # hook answering None is "no action" for every reducer, so that case skips
     # merging. Each hook's duration runs from the end of the previous hook's call.
-    def _steps(self, payload: BasePayload, *, asynchronous: bool) -> Generator[Any, Any, Dispatch]:
+    def _steps(
+        self, payload: BasePayload, box: list[Dispatch], *, asynchronous: bool
+    ) -> Generator[Any, Any, None]:
         if self._closed:
             raise RuntimeError("runtime is closed")
         red = reducer_for(payload)
         records: list[RawRecord] = []
+        append = records.append
         current = payload
         slow_after = self.slow_after
         clock = time.perf_counter
+        no_action = Outcome.NO_ACTION
         started = clock()
-        for entry in self.hooks(payload.EVENT):
-            nargs = entry.nargs
+        for entry, name, source, call, acall, get, nargs, timeout in self._plan(payload.EVENT):
             try:
-                if nargs == WHOLE_PAYLOAD:
-                    call = entry.acall if asynchronous else entry.call
-                    raw = call(current, entry.timeout)
-                elif nargs == 1:
-                    raw = entry.call(entry.get(current))  # type: ignore[misc]
-                elif nargs:
-                    raw = entry.call(*entry.get(current))  # type: ignore[misc]
+                if nargs == 1:
+                    raw = call(get(current))
+                elif nargs > 1:
+                    raw = call(*get(current))
+                elif nargs == 0:
+                    raw = call()
                 else:
-                    raw = entry.call()
+                    raw = (acall if asynchronous else call)(current, timeout)
                 if raw is not None and inspect.isawaitable(raw):
-                    raw = yield (bounded(raw, entry.timeout) if nargs != WHOLE_PAYLOAD else raw)
-            except (KeyboardInterrupt, SystemExit):
+                    pending = raw if nargs == WHOLE_PAYLOAD else bounded(raw, timeout)
+                    raw = (yield pending) if asynchronous else self._coroutines.run(pending)
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
                 raise
             except BaseException as exc:
                 if asynchronous and isinstance(exc, asyncio.CancelledError) and cancelling():
                     raise
                 now = clock()
-                records.append(self._failed(red, entry, exc, now - started))
+                append(self._failed(red, entry, exc, now - started))
             else:
                 now = clock()
                 if raw is None and (nargs == WHOLE_PAYLOAD or now - started <= slow_after):
-                    records.append((entry.name, entry.source, Outcome.NO_ACTION, now - started))
+                    append((name, source, no_action, now - started))
                 else:
-                    records.append(self._settled(red, entry, raw, now - started))
+                    append(self._settled(red, entry, raw, now - started))
             started = now
             current = red.payload
             if red.stopped:
                 break
-        return LazyDispatch(payload.EVENT, red.merged(), records)
+        box.append(LazyDispatch(payload.EVENT, red.merged(), records))
 
     def _settled(self, red: Reducer, entry: HookEntry, raw: Any, duration: float) -> RawRecord:
         try:
@@ -253,6 +267,8 @@ class Runtime:
         except ValueError as exc:
             return self._failed(red, entry, exc, duration)
         outcome, detail = red.add(entry.name, result)
+        if outcome is Outcome.ERROR:  # the policy refused the answer: that is the hook's error
+            return (entry.name, entry.source, outcome, duration, detail, None)
         if duration > self.slow_after and entry.nargs != WHOLE_PAYLOAD:
             log.warning("hook %s is slow: %.2fs on %s", entry.name, duration, red.payload.EVENT)
             detail = f"slow: {duration:.2f}s" + (f"; {detail}" if detail else "")

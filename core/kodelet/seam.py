@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from enum import IntEnum
+from types import SimpleNamespace
 from typing import Any
 
 import attrs
@@ -96,8 +97,12 @@ class Adapter:
     policy applies only to dispatches through the runtime)."""
 
     def __init__(self) -> None:
-        for event in Event:
-            setattr(self, event.value, _raw_impl(self, event))
+        # What pluggy registers: a namespace with only the hookimpls and the seam's
+        # attribute, because pluggy inspects every attribute of a plugin it registers.
+        self.plugin = SimpleNamespace(
+            **{e.value: _raw_impl(self, e) for e in Event},
+            **{ADAPTER_HOOKS: self.kodelet_hooks},
+        )
 
     def kodelet_hooks(self, event: Event) -> Sequence[AdapterHook]:
         raise NotImplementedError

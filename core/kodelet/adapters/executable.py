@@ -54,15 +54,24 @@ class ExecutableHook:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)
         self.event = event
         self.plugin_root = plugin_root
         self.default_cwd = default_cwd
-        base = dict(os.environ if env is None else env)
-        base["KODELET_HOOK_EVENT"] = event.value
-        if plugin_root is not None:
-            base["KODELET_PLUGIN_ROOT"] = str(plugin_root)
-        self._env = base
+        self._given_env = env
+        self._built_env: dict[str, str] | None = None
+
+    @property
+    def _env(self) -> dict[str, str]:
+        """The hook's environment, built on first run: a runtime with many hooks that
+        never fire does not copy the environment once per hook at start-up."""
+        if self._built_env is None:
+            base = dict(os.environ if self._given_env is None else self._given_env)
+            base["KODELET_HOOK_EVENT"] = self.event.value
+            if self.plugin_root is not None:
+                base["KODELET_PLUGIN_ROOT"] = str(self.plugin_root)
+            self._built_env = base
+        return self._built_env
 
     @classmethod
     def from_discovered(cls, hook: DiscoveredHook, **kw: Any) -> ExecutableHook:
