@@ -66,11 +66,20 @@ async def bounded(coro: Awaitable[Any], timeout: float) -> Any:
         raise
 
 
+class Raised(Exception):
+    """A hook's exception on its way back into the dispatch loop, so that the loop can
+    tell it from its own ``GeneratorExit`` or cancellation."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 def feed(steps: Generator[Any, Any, Any], ok: bool, value: Any) -> tuple[bool, Any]:
     """Resume the dispatch loop with a hook's awaited answer (or its exception):
     (False, the next awaitable) or (True, None) once it has finished."""
     try:
-        return False, (steps.send(value) if ok else steps.throw(value))
+        return False, (steps.send(value) if ok else steps.throw(Raised(value)))
     except StopIteration as stop:
         return True, stop.value
 

@@ -23,7 +23,7 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .calls import CoroutineRunner, bounded, cancelling, caught, describe, feed
+from .calls import CoroutineRunner, Raised, bounded, cancelling, caught, describe, feed
 from .config import Config
 from .events import Event
 from .kinds import Location, Source
@@ -228,6 +228,7 @@ class Runtime:
         slow_after = self.slow_after
         clock = time.perf_counter
         no_action = Outcome.NO_ACTION
+        suspended = False
         started = clock()
         for entry, name, source, call, acall, get, nargs, timeout in self._plan(payload.EVENT):
             try:
@@ -241,12 +242,21 @@ class Runtime:
                     raw = (acall if asynchronous else call)(current, timeout)
                 if raw is not None and inspect.isawaitable(raw):
                     pending = raw if nargs == WHOLE_PAYLOAD else bounded(raw, timeout)
-                    raw = (yield pending) if asynchronous else self._coroutines.run(pending)
-            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                    if asynchronous:
+                        suspended = True
+                        raw = yield pending
+                        suspended = False
+                    else:
+                        raw = self._coroutines.run(pending)
+            except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:
-                if asynchronous and isinstance(exc, asyncio.CancelledError) and cancelling():
-                    raise
+                if suspended:  # the async driver delivers a hook's exception wrapped
+                    if not isinstance(exc, Raised):
+                        raise  # GeneratorExit: the dispatch itself is going away
+                    suspended, exc = False, exc.error
+                    if isinstance(exc, asyncio.CancelledError) and cancelling():
+                        raise exc from None
                 now = clock()
                 append(self._failed(red, entry, exc, now - started))
             else:

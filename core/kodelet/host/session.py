@@ -53,6 +53,8 @@ class Session:
             "invoked_by": self.invoked_by,
             "recipe_name": self.recipe_name,
         }
+        if event is Event.AGENT_STOP and fields.get("invoked_recipe") is None:
+            fields["invoked_recipe"] = self.recipe_name
         return build_payload(event, {**base, **fields})
 
     def _done(self, dispatch: Dispatch) -> Any:
@@ -75,7 +77,7 @@ class Session:
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        fields = {"tool_name": tool_name, "tool_input": tool_input, "tool_user_id": tool_user_id}
+        fields = _own(locals())
         return cast(BeforeToolCallResult, self.dispatch(Event.BEFORE_TOOL_CALL, **fields))
 
     def after_tool_call(
@@ -85,16 +87,11 @@ class Session:
         tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING,
         tool_user_id: str = "",
     ) -> AfterToolCallResult:
-        fields = {
-            "tool_name": tool_name,
-            "tool_input": tool_input,
-            "tool_output": tool_output,
-            "tool_user_id": tool_user_id,
-        }
+        fields = _own(locals())
         return cast(AfterToolCallResult, self.dispatch(Event.AFTER_TOOL_CALL, **fields))
 
     def user_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
-        result = self.dispatch(Event.USER_MESSAGE_SEND, message=message)
+        result = self.dispatch(Event.USER_MESSAGE_SEND, **_own(locals()))
         return cast(UserMessageSendResult, result)
 
     def after_turn(
@@ -108,15 +105,7 @@ class Session:
         messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        fields = {
-            "turn_number": turn_number,
-            "tools_used": tools_used,
-            "usage": usage,
-            "auto_compact_enabled": auto_compact_enabled,
-            "auto_compact_threshold": auto_compact_threshold,
-            "messages": messages,
-            "response": response,
-        }
+        fields = _own(locals())
         return cast(AfterTurnResult, self.dispatch(Event.AFTER_TURN, **fields))
 
     def agent_stop(
@@ -128,13 +117,7 @@ class Session:
         auto_compact_enabled: bool = False,
         auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
-        fields = {
-            "messages": messages,
-            "usage": usage,
-            "invoked_recipe": self.recipe_name if invoked_recipe is None else invoked_recipe,
-            "auto_compact_enabled": auto_compact_enabled,
-            "auto_compact_threshold": auto_compact_threshold,
-        }
+        fields = _own(locals())
         return cast(AgentStopResult, self.dispatch(Event.AGENT_STOP, **fields))
 
     # -- async API -----------------------------------------------------------
@@ -145,7 +128,7 @@ class Session:
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        fields = {"tool_name": tool_name, "tool_input": tool_input, "tool_user_id": tool_user_id}
+        fields = _own(locals())
         return cast(BeforeToolCallResult, await self.adispatch(Event.BEFORE_TOOL_CALL, **fields))
 
     async def aafter_tool_call(
@@ -155,16 +138,11 @@ class Session:
         tool_output: StructuredToolResult | Mapping[str, Any] = _MISSING,
         tool_user_id: str = "",
     ) -> AfterToolCallResult:
-        fields = {
-            "tool_name": tool_name,
-            "tool_input": tool_input,
-            "tool_output": tool_output,
-            "tool_user_id": tool_user_id,
-        }
+        fields = _own(locals())
         return cast(AfterToolCallResult, await self.adispatch(Event.AFTER_TOOL_CALL, **fields))
 
     async def auser_message_send(self, message: str = _MISSING) -> UserMessageSendResult:
-        result = await self.adispatch(Event.USER_MESSAGE_SEND, message=message)
+        result = await self.adispatch(Event.USER_MESSAGE_SEND, **_own(locals()))
         return cast(UserMessageSendResult, result)
 
     async def aafter_turn(
@@ -178,15 +156,7 @@ class Session:
         messages: list[Message] | None = None,
         response: str | None = None,
     ) -> AfterTurnResult:
-        fields = {
-            "turn_number": turn_number,
-            "tools_used": tools_used,
-            "usage": usage,
-            "auto_compact_enabled": auto_compact_enabled,
-            "auto_compact_threshold": auto_compact_threshold,
-            "messages": messages,
-            "response": response,
-        }
+        fields = _own(locals())
         return cast(AfterTurnResult, await self.adispatch(Event.AFTER_TURN, **fields))
 
     async def aagent_stop(
@@ -198,11 +168,10 @@ class Session:
         auto_compact_enabled: bool = False,
         auto_compact_threshold: float | None = None,
     ) -> AgentStopResult:
-        fields = {
-            "messages": messages,
-            "usage": usage,
-            "invoked_recipe": self.recipe_name if invoked_recipe is None else invoked_recipe,
-            "auto_compact_enabled": auto_compact_enabled,
-            "auto_compact_threshold": auto_compact_threshold,
-        }
+        fields = _own(locals())
         return cast(AgentStopResult, await self.adispatch(Event.AGENT_STOP, **fields))
+
+
+def _own(args: dict[str, Any]) -> dict[str, Any]:
+    """An event method's own arguments (``locals()`` at its start), without ``self``."""
+    return {k: v for k, v in args.items() if k != "self"}
