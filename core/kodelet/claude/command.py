@@ -193,7 +193,9 @@ class CommandHook:
             )
         )
 
-        async def finish(limit: float, skip_first_line: bool) -> HookResult:
+        async def finish(
+            limit: float, skip_first_line: bool, allowed: float | None = None
+        ) -> HookResult:
             late = skip_first_line or self.async_
 
             def failed(error: str, outcome: Outcome = Outcome.ERROR) -> HookResult:
@@ -211,7 +213,7 @@ class CommandHook:
             try:
                 proc = await asyncio.wait_for(run, limit)
             except TimeoutError:
-                return failed(f"timed out after {limit:g}s", Outcome.TIMEOUT)
+                return failed(f"timed out after {allowed or limit:g}s", Outcome.TIMEOUT)
             except asyncio.CancelledError:
                 run.cancel()
                 with contextlib.suppress(BaseException):
@@ -249,4 +251,4 @@ class CommandHook:
             limit = went_async.async_timeout / 1000 if went_async.async_timeout else timeout
             return marker, asyncio.ensure_future(finish(limit, True))
         remaining = max(0.0, started + timeout - time.monotonic())
-        return await finish(remaining, False), None
+        return await finish(remaining, False, timeout), None

@@ -183,8 +183,9 @@ class Runner:
         tool_use_id: str | None = None,
     ) -> list[HookResult]:
         """:meth:`afire` from synchronous code (not from inside a running event loop)."""
+        loop = self._own_loop()
         coro = self.afire(event, hook_input, tool_use_id)
-        return asyncio.run_coroutine_threadsafe(coro, self._own_loop()).result()
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     async def afire(
         self,
