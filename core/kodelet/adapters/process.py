@@ -16,7 +16,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -450,7 +450,10 @@ async def arun_process(
     env: Mapping[str, str],
     timeout: float,
     stdout_cap: int = STDOUT_CAP,
+    on_output: Callable[[str, bytes], None] | None = None,
 ) -> ProcessResult:
+    """Like :func:`run_process`; ``on_output("stdout" | "stderr", chunk)`` sees each chunk
+    as it is read, for hosts that show a hook's progress while it runs."""
     start = time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -485,6 +488,8 @@ async def arun_process(
         assert proc.stdout
         while chunk := await proc.stdout.read(_CHUNK):
             out.extend(chunk)
+            if on_output is not None:
+                on_output("stdout", chunk)
             if len(out) > stdout_cap:
                 state["overflow"] = True
                 kill_group(proc.pid)
@@ -495,6 +500,8 @@ async def arun_process(
         while chunk := await proc.stderr.read(_CHUNK):
             err.extend(chunk)
             del err[:-STDERR_TAIL]
+            if on_output is not None:
+                on_output("stderr", chunk)
 
     io_tasks = [asyncio.ensure_future(t) for t in (feed(), read_out(), read_err())]
     timed_out = False

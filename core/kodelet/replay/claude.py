@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from ..claude.mapping import TOOL_NAMES
 from ..payloads import StructuredToolResult
 from .format import (
     AssistantItem,
@@ -36,19 +37,6 @@ from .format import (
 )
 
 CLAUDE_CONTEXT_WINDOW = 200_000
-
-TOOL_NAMES = {
-    "Bash": "bash",
-    "Read": "file_read",
-    "Write": "file_write",
-    "Edit": "file_edit",
-    "MultiEdit": "file_multi_edit",
-    "Glob": "glob_tool",
-    "Grep": "grep_tool",
-    "WebFetch": "web_fetch",
-    "TodoWrite": "todo_write",
-    "Task": "subagent",
-}
 
 NO_RESULT = "no tool_result for this call in the transcript"
 

@@ -1,0 +1,253 @@
+"""The one table between Claude Code's hook world and kodelet's, read in both directions.
+
+Events, tool names, tool input keys and payload fields: the Claude Code adapter,
+the bridges and the transcript importer all translate through here, so a name
+is never mapped one way in one place and another way elsewhere. Anything the
+table does not know (an MCP tool, a new input key) passes through unchanged.
+
+Tool input keys are those of kodelet's tools as the seeds' hooks see them
+(``bash`` takes ``command``; ``file_read`` ``file_path``/``offset``/``line_limit``;
+``file_write`` ``file_path``/``text``; ``file_edit`` ``file_path``/``old_text``/
+``new_text``/``replace_all``; ``grep_tool`` ``pattern``/``path``/``include``;
+``subagent`` ``question``). Keys both sides share (``command``, ``file_path``,
+``pattern``, ``path``, ``url``, ``todos``, ...) are not listed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+
+from ..events import Event
+from ..payloads import (
+    AfterToolCallPayload,
+    AgentStopPayload,
+    BasePayload,
+    BeforeToolCallPayload,
+    InvokedBy,
+    StructuredToolResult,
+    UserMessageSendPayload,
+)
+from ..wire import converter as _wire
+from .events import HookEvent
+from .types import (
+    HookInput,
+    PostToolUseFailureInput,
+    PostToolUseInput,
+    PreToolUseInput,
+    StopInput,
+    SubagentStopInput,
+    UserPromptSubmitInput,
+)
+
+# --- events ---------------------------------------------------------------
+
+
+@attrs.frozen
+class EventMapping:
+    claude: HookEvent
+    kodelet: Event
+    invoked_by: InvokedBy = "main"
+    tool_failed: bool | None = None
+    """For after_tool_call: which of PostToolUse (False) and PostToolUseFailure (True)."""
+
+
+EVENT_MAP: tuple[EventMapping, ...] = (
+    EventMapping(HookEvent.PRE_TOOL_USE, Event.BEFORE_TOOL_CALL),
+    EventMapping(HookEvent.POST_TOOL_USE, Event.AFTER_TOOL_CALL, tool_failed=False),
+    EventMapping(HookEvent.POST_TOOL_USE_FAILURE, Event.AFTER_TOOL_CALL, tool_failed=True),
+    EventMapping(HookEvent.USER_PROMPT_SUBMIT, Event.USER_MESSAGE_SEND),
+    EventMapping(HookEvent.STOP, Event.AGENT_STOP),
+    EventMapping(HookEvent.SUBAGENT_STOP, Event.AGENT_STOP, invoked_by="subagent"),
+)
+
+
+def to_kodelet_event(event: HookEvent) -> EventMapping | None:
+    """The kodelet event a Claude event runs as, or None when kodelet has no such point."""
+    return next((m for m in EVENT_MAP if m.claude == event), None)
+
+
+def to_claude_event(
+    event: Event, *, invoked_by: InvokedBy = "main", tool_failed: bool = False
+) -> HookEvent | None:
+    """The Claude event for a kodelet event; None for after_turn, which Claude lacks."""
+    for m in EVENT_MAP:
+        if m.kodelet != event:
+            continue
+        if m.tool_failed is not None and m.tool_failed != tool_failed:
+            continue
+        if event == Event.AGENT_STOP and m.invoked_by != invoked_by:
+            continue
+        return m.claude
+    return None
+
+
+# --- tools ----------------------------------------------------------------
+
+Renames = tuple[tuple[str, str], ...]
+
+
+@attrs.frozen
+class ToolMapping:
+    claude: str
+    kodelet: str
+    keys: Renames = ()
+    """(Claude key, kodelet key) pairs for the input keys whose names differ."""
+    item_keys: tuple[str, Renames] | None = None
+    """A list-valued key whose items' keys are renamed too (MultiEdit's ``edits``)."""
+    scale: tuple[tuple[str, int], ...] = ()
+    """(Claude key, factor): the Claude value is the kodelet value times factor."""
+
+
+_EDIT_KEYS: Renames = (("old_string", "old_text"), ("new_string", "new_text"))
+
+TOOLS: tuple[ToolMapping, ...] = (
+    # Claude's Bash timeout is in milliseconds, kodelet's in seconds.
+    ToolMapping("Bash", "bash", (("run_in_background", "background"),), scale=(("timeout", 1000),)),
+    ToolMapping("Read", "file_read", (("limit", "line_limit"),)),
+    ToolMapping("Write", "file_write", (("content", "text"),)),
+    ToolMapping("Edit", "file_edit", _EDIT_KEYS),
+    ToolMapping("MultiEdit", "file_multi_edit", item_keys=("edits", _EDIT_KEYS)),
+    ToolMapping("Glob", "glob_tool"),
+    ToolMapping("Grep", "grep_tool", (("glob", "include"),)),
+    ToolMapping("WebFetch", "web_fetch"),
+    ToolMapping("TodoWrite", "todo_write"),
+    ToolMapping("Task", "subagent", (("prompt", "question"),)),
+)
+
+TOOL_NAMES: dict[str, str] = {m.claude: m.kodelet for m in TOOLS}
+"""Claude tool name -> kodelet tool name."""
+
+
+def _rename(data: dict[str, Any], pairs: Renames) -> dict[str, Any]:
+    """Rename keys; a renamed key's value wins over a stray key already holding the new
+    name, because the renamed one is what the tool will actually read."""
+    out = dict(data)
+    for old, new in pairs:
+        if old in data:
+            out.pop(old)
+            out[new] = data[old]
+    return out
+
+
+def _translate(m: ToolMapping, tool_input: dict[str, Any], to_kodelet: bool) -> dict[str, Any]:
+    pairs = m.keys if to_kodelet else tuple((b, a) for a, b in m.keys)
+    out = _rename(tool_input, pairs)
+    if m.item_keys is not None:
+        key, item_pairs = m.item_keys
+        if not to_kodelet:
+            item_pairs = tuple((b, a) for a, b in item_pairs)
+        items = out.get(key)
+        if isinstance(items, list):
+            out[key] = [_rename(i, item_pairs) if isinstance(i, dict) else i for i in items]
+    for key, factor in m.scale:
+        value = out.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = math.ceil(value / factor) if to_kodelet else int(value * factor)
+    return out
+
+
+def to_kodelet_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A Claude tool call as kodelet's hooks see it; unknown tools pass unchanged."""
+    m = next((t for t in TOOLS if t.claude == name), None)
+    if m is None:
+        return name, dict(tool_input)
+    return m.kodelet, _translate(m, tool_input, to_kodelet=True)
+
+
+def to_claude_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A kodelet tool call as Claude Code's hooks see it; unknown tools pass unchanged."""
+    m = next((t for t in TOOLS if t.kodelet == name), None)
+    if m is None:
+        return name, dict(tool_input)
+    return m.claude, _translate(m, tool_input, to_kodelet=False)
+
+
+# --- payload fields -------------------------------------------------------
+
+FIELDS: tuple[tuple[str, str], ...] = (
+    ("session_id", "conv_id"),
+    ("cwd", "cwd"),
+    ("tool_name", "tool_name (translated by TOOLS)"),
+    ("tool_input", "tool_input (keys translated by TOOLS)"),
+    ("tool_use_id", "tool_user_id"),
+    ("tool_response", "tool_output (StructuredToolResult, success true)"),
+    ("error", "tool_output.error (success false)"),
+    ("prompt", "message"),
+    ("last_assistant_message", "content of the last assistant message in messages"),
+    ("hook_event_name SubagentStop", "invoked_by: subagent"),
+    ("transcript_path, permission_mode", "(none: given by the host)"),
+)
+"""Claude input field -> kodelet payload field, for the documentation and the converters."""
+
+
+def claude_input(
+    payload: BasePayload, *, transcript_path: str = "", permission_mode: str = "default"
+) -> HookInput | None:
+    """The Claude hook input for a kodelet payload; None for after_turn."""
+    base: dict[str, Any] = {
+        "session_id": payload.conv_id,
+        "cwd": payload.cwd,
+        "transcript_path": transcript_path,
+        "permission_mode": permission_mode,
+    }
+    if isinstance(payload, BeforeToolCallPayload | AfterToolCallPayload):
+        name, tool_input = to_claude_tool(payload.tool_name, payload.tool_input)
+        tool = {**base, "tool_name": name, "tool_input": tool_input}
+        if isinstance(payload, BeforeToolCallPayload):
+            return PreToolUseInput(**tool, tool_use_id=payload.tool_user_id)
+        output = payload.tool_output
+        if not output.success:
+            return PostToolUseFailureInput(
+                **tool, tool_use_id=payload.tool_user_id, error=output.error or "tool failed"
+            )
+        response = _wire.unstructure(output)
+        return PostToolUseInput(**tool, tool_use_id=payload.tool_user_id, tool_response=response)
+    if isinstance(payload, UserMessageSendPayload):
+        return UserPromptSubmitInput(**base, prompt=payload.message)
+    if isinstance(payload, AgentStopPayload):
+        said = [m.content for m in payload.messages if m.role == "assistant"]
+        last = said[-1] if said else None
+        if payload.invoked_by == "subagent":
+            return SubagentStopInput(**base, last_assistant_message=last)
+        return StopInput(**base, last_assistant_message=last)
+    return None
+
+
+def _tool_output(hook_input: PostToolUseInput | PostToolUseFailureInput, name: str) -> Any:
+    if isinstance(hook_input, PostToolUseFailureInput):
+        return StructuredToolResult(tool_name=name, success=False, error=hook_input.error)
+    response = hook_input.tool_response
+    if isinstance(response, dict) and "toolName" in response:
+        try:
+            return _wire.structure(response, StructuredToolResult)
+        except Exception:  # not kodelet's shape after all: keep it as metadata below
+            pass
+    return StructuredToolResult(tool_name=name, success=True, metadata={"tool_response": response})
+
+
+def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
+    """The kodelet payload for a Claude hook input; None for events kodelet lacks."""
+    mapping = to_kodelet_event(hook_input.event)
+    if mapping is None:
+        return None
+    base: dict[str, Any] = {
+        "conv_id": hook_input.session_id,
+        "cwd": hook_input.cwd,
+        "invoked_by": mapping.invoked_by,
+    }
+    if isinstance(hook_input, PreToolUseInput | PostToolUseInput | PostToolUseFailureInput):
+        name, tool_input = to_kodelet_tool(hook_input.tool_name, hook_input.tool_input)
+        tool = {**base, "tool_name": name, "tool_input": tool_input}
+        if isinstance(hook_input, PreToolUseInput):
+            return BeforeToolCallPayload(**tool, tool_user_id=hook_input.tool_use_id)
+        return AfterToolCallPayload(
+            **tool,
+            tool_user_id=hook_input.tool_use_id,
+            tool_output=_tool_output(hook_input, name),
+        )
+    if isinstance(hook_input, UserPromptSubmitInput):
+        return UserMessageSendPayload(**base, message=hook_input.prompt)
+    return AgentStopPayload(**base)
