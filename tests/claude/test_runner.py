@@ -437,7 +437,7 @@ def test_close_kills_async_hooks_still_running(tmp_path: Path) -> None:
     )
     runner.fire("Stop", {})
     deadline = time.monotonic() + 3
-    while not pids.exists() and time.monotonic() < deadline:
+    while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.02)
     runner.close()
     pid = int(pids.read_text())
