@@ -4,11 +4,17 @@ shared step, so the sync and async APIs run the one dispatch loop."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .errors import HookFailure, KodeletError
+from .policy import Reducer, coerce_result
+from .seam import WHOLE_PAYLOAD, HookEntry
+from .trace import Outcome, RawRecord
+
+log = logging.getLogger("kodelet.runtime")
 
 
 def describe(exc: BaseException) -> str:
@@ -21,6 +27,35 @@ def describe(exc: BaseException) -> str:
         return text
     name = type(exc).__name__
     return f"{name}: {text}" if text else name
+
+
+def settled(
+    red: Reducer, entry: HookEntry, raw: Any, duration: float, slow_after: float
+) -> RawRecord:
+    """A hook's answer into the merge, and its trace record (not yet a TraceRecord)."""
+    try:
+        result = coerce_result(red.payload.EVENT, raw)
+    except ValueError as exc:
+        return failed(red, entry, exc, duration)
+    outcome, detail = red.add(entry.name, result)
+    if outcome is Outcome.ERROR:  # the policy refused the answer: that is the hook's error
+        return (entry.name, entry.source, outcome, duration, detail, None)
+    if duration > slow_after and entry.nargs != WHOLE_PAYLOAD:
+        log.warning("hook %s is slow: %.2fs on %s", entry.name, duration, red.payload.EVENT)
+        detail = f"slow: {duration:.2f}s" + (f"; {detail}" if detail else "")
+    return (entry.name, entry.source, outcome, duration, None, detail)
+
+
+def failed(red: Reducer, entry: HookEntry, exc: BaseException, duration: float) -> RawRecord:
+    """A hook's failure: logged, traced, and under ``fail_closed`` a block on blocking events."""
+    event = red.payload.EVENT
+    why = describe(exc)
+    log.warning("hook %s failed on %s: %s", entry.name, event.value, why)
+    detail = None
+    if entry.fail_closed and event.blocking:
+        red.fail_closed(entry.name, why)
+        detail = "fail-closed: blocked"
+    return (entry.name, entry.source, Outcome.ERROR, duration, why, detail)
 
 
 class CoroutineRunner:

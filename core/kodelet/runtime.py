@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import operator
 import os
 import time
 from collections.abc import Generator, Iterable, Mapping
@@ -23,16 +22,27 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .calls import CoroutineRunner, Raised, bounded, cancelling, caught, describe, feed
+from .calls import (
+    CoroutineRunner,
+    Raised,
+    bounded,
+    cancelling,
+    caught,
+    describe,
+    failed,
+    feed,
+    settled,
+)
 from .config import Config
 from .events import Event
 from .kinds import Location, Source
 from .loading import PluginInfo
 from .markers import PROJECT
+from .ordering import call_order
 from .payloads import BasePayload
 from .places import Places
-from .policy import Reducer, coerce_result, reducer_for
-from .seam import ADAPTER_HOOKS, WHOLE_PAYLOAD, HookEntry, Rank
+from .policy import reducer_for
+from .seam import WHOLE_PAYLOAD, HookEntry
 from .trace import Dispatch, LazyDispatch, Outcome, RawRecord
 from .wire import payload_from_wire
 
@@ -72,8 +82,6 @@ class Runtime:
         self._closed = False
         self._configured = False
 
-    # -- loading -------------------------------------------------------------
-
     def add_plugin(self, info: PluginInfo) -> None:
         """Record a native plugin and register it unless it failed to load or is disabled."""
         self.plugins.append(info)
@@ -100,16 +108,18 @@ class Runtime:
     ) -> PluginInfo:
         """For plugins built in code rather than installed; one registered after
         :meth:`configure` ran gets its ``configure`` call at once."""
-        kind = Source.BUILTIN if builtin else Source.PYTHON
         info = PluginInfo(
             name=name or getattr(plugin, "__name__", None) or type(plugin).__name__,
-            kind=kind,
+            kind=Source.BUILTIN if builtin else Source.PYTHON,
             location=Location.BUILTIN if builtin else Location.INSTALLED,
             path=getattr(plugin, "__file__", None),
             plugin=plugin,
         )
         self.add_plugin(info)
         return info
+
+    def plugin_source(self, name: str) -> Source:
+        return self._sources.get(name, Source.PYTHON)
 
     def add_adapter(self, adapter: Any, name: str) -> None:
         """Plug in an adapter (:class:`kodelet.seam.Adapter`): one registration, all its hooks."""
@@ -134,13 +144,11 @@ class Runtime:
                     if info.name == impl.plugin_name:
                         info.error = f"configure failed: {describe(exc)}"
 
-    # -- ordering ------------------------------------------------------------
-
     def hooks(self, event: Event) -> list[HookEntry]:
         """The hooks for ``event`` in call order."""
         entries = self._order.get(event)
         if entries is None:
-            entries = self._order[event] = self._build_order(event)
+            entries = self._order[event] = call_order(self, event)
         return entries
 
     def _plan(self, event: Event) -> list[tuple[Any, ...]]:
@@ -152,47 +160,6 @@ class Runtime:
                      for e in entries]  # fmt: skip
             held = self._plans[event] = (entries, steps)
         return held[1]
-
-    def _build_order(self, event: Event) -> list[HookEntry]:
-        out: list[HookEntry] = []
-        for impl in reversed(getattr(self.pm.hook, event.value).get_hookimpls()):
-            if impl.hookwrapper or impl.wrapper:
-                log.warning("plugin %s: hook wrappers are not supported; ignored", impl.plugin_name)
-                continue
-            expand = getattr(impl.plugin, ADAPTER_HOOKS, None)
-            if callable(expand):
-                out += [self._entry(h.name, h.source, h.rank, h.run, h.arun, WHOLE_PAYLOAD,
-                                    path=h.path, note=h.note) for h in expand(event)]  # fmt: skip
-                continue
-            source = self._sources.get(impl.plugin_name, Source.PYTHON)
-            rank = Rank.BUILTIN if source is Source.BUILTIN else Rank.NATIVE
-            rank = Rank.FIRST if impl.tryfirst and rank is Rank.NATIVE else rank
-            names, fn = tuple(impl.argnames), impl.function
-            get = operator.attrgetter(*names) if names else None
-            path = next((i.path for i in self.plugins if i.name == impl.plugin_name and i.path),
-                        getattr(impl.plugin, "__file__", None))  # fmt: skip
-            out.append(self._entry(impl.plugin_name, source, rank, fn, fn, len(names), get, path))
-        out.sort(key=operator.attrgetter("rank"))  # stable: each rank keeps its own order
-        return out
-
-    def _entry(
-        self,
-        name: str,
-        source: Source,
-        rank: Rank,
-        call: Any,
-        acall: Any,
-        nargs: int,
-        get: Any = None,
-        path: str | None = None,
-        note: str | None = None,
-    ) -> HookEntry:
-        settings = self.config.hook(name)
-        return HookEntry(name=name, source=source, rank=rank, call=call, acall=acall, get=get,
-                         nargs=nargs, timeout=self.config.timeout_for(name),
-                         fail_closed=settings.fail_closed, path=path, note=note)  # fmt: skip
-
-    # -- dispatch ------------------------------------------------------------
 
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
@@ -258,49 +225,22 @@ class Runtime:
                     if isinstance(exc, asyncio.CancelledError) and cancelling():
                         raise exc from None
                 now = clock()
-                append(self._failed(red, entry, exc, now - started))
+                append(failed(red, entry, exc, now - started))
             else:
                 now = clock()
                 if raw is None and (nargs == WHOLE_PAYLOAD or now - started <= slow_after):
                     append((name, source, no_action, now - started))
                 else:
-                    append(self._settled(red, entry, raw, now - started))
+                    append(settled(red, entry, raw, now - started, slow_after))
             started = now
             current = red.payload
             if red.stopped:
                 break
         box.append(LazyDispatch(payload.EVENT, red.merged(), records))
 
-    def _settled(self, red: Reducer, entry: HookEntry, raw: Any, duration: float) -> RawRecord:
-        try:
-            result = coerce_result(red.payload.EVENT, raw)
-        except ValueError as exc:
-            return self._failed(red, entry, exc, duration)
-        outcome, detail = red.add(entry.name, result)
-        if outcome is Outcome.ERROR:  # the policy refused the answer: that is the hook's error
-            return (entry.name, entry.source, outcome, duration, detail, None)
-        if duration > self.slow_after and entry.nargs != WHOLE_PAYLOAD:
-            log.warning("hook %s is slow: %.2fs on %s", entry.name, duration, red.payload.EVENT)
-            detail = f"slow: {duration:.2f}s" + (f"; {detail}" if detail else "")
-        return (entry.name, entry.source, outcome, duration, None, detail)
-
-    def _failed(
-        self, red: Reducer, entry: HookEntry, exc: BaseException, duration: float
-    ) -> RawRecord:
-        event = red.payload.EVENT
-        why = describe(exc)
-        log.warning("hook %s failed on %s: %s", entry.name, event.value, why)
-        detail = None
-        if entry.fail_closed and event.blocking:
-            red.fail_closed(entry.name, why)
-            detail = "fail-closed: blocked"
-        return (entry.name, entry.source, Outcome.ERROR, duration, why, detail)
-
     def dispatch_wire(self, event: Event, data: Mapping[str, Any]) -> Dispatch:
         """Dispatch a payload given as wire JSON; ``ValueError`` names a bad field."""
         return self.dispatch(payload_from_wire(event, data))
-
-    # -- lifecycle -----------------------------------------------------------
 
     def close(self) -> None:
         if self._closed:
