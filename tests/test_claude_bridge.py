@@ -25,6 +25,7 @@ printf '%s' "$payload" > .kodelet/seen-before_tool_call.json
 case "$payload" in
   *'rm -rf'*) echo '{"blocked": true, "reason": "rm -rf is not allowed"}' ;;
   *'sudo '*) echo '{"input": {"command": "echo no sudo here"}}' ;;
+  *'"file_write"'*) echo '{"input": {"file_path": "/tmp/x", "text": "safe"}}' ;;
 esac
 """
 
@@ -255,6 +256,7 @@ def test_events_kodelet_lacks_are_no_action(claude_project: Path, event: str) ->
         ('{"cwd": "/"}', "'hook_event_name'"),
         ('{"hook_event_name": "PreToolUse", "cwd": "/", "tool_input": {}}', "'tool_name'"),
         ('{"hook_event_name": "UserPromptSubmit", "cwd": "/", "prompt": 3}', "'prompt'"),
+        ('{"hook_event_name": "Stop", "cwd": ""}', "'cwd'"),
     ],
 )
 def test_malformed_input_is_one_line_and_exit_1(raw: str, problem: str) -> None:
@@ -270,6 +272,30 @@ def test_trace_goes_to_stderr(claude_project: Path) -> None:
     proc = hook(pre_tool(claude_project, "rm -rf x"), "--trace")
     records = [json.loads(line) for line in proc.stderr.splitlines()]
     assert [(r["name"], r["outcome"]) for r in records] == [("pre", "blocked")]
+
+
+def test_trace_file_gets_one_line_per_hook(claude_project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "trace.jsonl"
+    for command in ("ls", "sudo ls"):
+        assert hook(pre_tool(claude_project, command), "--trace-file", str(log)).returncode == 0
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["name"], r["outcome"]) for r in lines] == [("pre", "no-action"), ("pre", "modified")]
+
+
+def test_rewritten_input_goes_back_in_claudes_keys(claude_project: Path) -> None:
+    pytest.importorskip("kodelet.claude.mapping")
+    data = claude_input(
+        claude_project,
+        "PreToolUse",
+        tool_name="Write",
+        tool_input={"file_path": "/tmp/x", "content": "hello"},
+    )
+    out = answered(hook(data))
+    assert seen(claude_project, "before_tool_call")["tool_input"] == {
+        "file_path": "/tmp/x",
+        "text": "hello",
+    }
+    assert out["hookSpecificOutput"]["updatedInput"] == {"file_path": "/tmp/x", "content": "safe"}
 
 
 def test_claude_settings_hooks_are_never_run(claude_project: Path) -> None:

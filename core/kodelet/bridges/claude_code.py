@@ -69,7 +69,7 @@ def to_claude_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str
 
 def _field(data: Mapping[str, Any], key: str, kind: type, default: Any = None) -> Any:
     value = data.get(key, default)
-    if value is None and default is None:
+    if (value is None or value == "") and default is None:
         raise HookInputError(f"hook input has no {key!r}")
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise HookInputError(f"hook input field {key!r} must be {kind.__name__}")
