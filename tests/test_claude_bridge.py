@@ -61,6 +61,34 @@ exit 3
 """
 
 
+NATIVE = """
+from kodelet import hookimpl
+
+
+@hookimpl
+def before_tool_call(tool_name, tool_input):
+    print("native plugin chatter on stdout")
+    if "DROP TABLE" in str(tool_input.get("command", "")):
+        return {"blocked": True, "reason": "native: no DROP TABLE"}
+    return None
+"""
+
+
+@pytest.fixture
+def native_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A native plugin installed the way pip installs one: a module and a dist-info
+    with a ``kodelet.plugins`` entry point, on the path of the hook's interpreter."""
+    site = tmp_path / "site"
+    info = site / "kodelet_test_native-0.1.dist-info"
+    info.mkdir(parents=True)
+    (site / "kodelet_test_native.py").write_text(NATIVE)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kodelet-test-native\nVersion: 0.1\n"
+    )
+    (info / "entry_points.txt").write_text("[kodelet.plugins]\nnative = kodelet_test_native\n")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+
+
 @pytest.fixture
 def claude_project(project: Path) -> Path:
     hooks = project / ".kodelet" / "hooks"
@@ -145,6 +173,22 @@ def test_pre_tool_use_rewrite_is_updated_input(claude_project: Path) -> None:
 def test_pre_tool_use_no_action_is_empty_output(claude_project: Path) -> None:
     proc = hook(pre_tool(claude_project, "ls"))
     assert (proc.returncode, proc.stdout) == (0, "")
+
+
+def test_native_plugin_blocks_and_its_prints_stay_off_stdout(
+    claude_project: Path, native_plugin: None
+) -> None:
+    out = answered(hook(pre_tool(claude_project, "psql -c 'DROP TABLE users'")))
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "native: no DROP TABLE",
+        }
+    }
+    proc = hook(pre_tool(claude_project, "ls"))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert "native plugin chatter" in proc.stderr
 
 
 def test_unknown_tool_passes_unchanged(claude_project: Path) -> None:

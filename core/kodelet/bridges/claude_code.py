@@ -10,6 +10,7 @@ hot path (one process per tool call), so it imports no CLI framework; the CLI's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -165,7 +166,12 @@ def run_hook(
     from ..wire import build_payload
 
     payload = build_payload(event, values)
-    with load_runtime(cwd=values["cwd"], no_hooks=no_hooks) as runtime:
+    # Claude Code reads stdout as the answer (and, for some events, as text for
+    # the model): a plugin's stray print must not end up there.
+    with (
+        contextlib.redirect_stdout(sys.stderr),
+        load_runtime(cwd=values["cwd"], no_hooks=no_hooks) as runtime,
+    ):
         dispatch = runtime.dispatch(payload)
     if trace is not None:
         for rec in dispatch.trace:
