@@ -7,9 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+if sys.argv[1:3] == ["claude", "hook"]:  # Claude Code's hot path: no CLI framework
+    from ..bridges.claude_code import main as _claude_hook
+
+    sys.exit(_claude_hook())
+
 import typer
 
-from . import config_cmd, hooks_cmd, plugins_cmd, replay_cmd
+from . import claude_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd
 from .common import State, fail, setup_logging
 
 app = typer.Typer(
@@ -63,6 +68,7 @@ app.add_typer(plugins_cmd.app, name="plugins")
 app.add_typer(plugins_cmd.app, name="plugin", hidden=True)
 app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(claude_cmd.app, name="claude")
 app.command("replay")(replay_cmd.replay)
 
 

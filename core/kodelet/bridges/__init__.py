@@ -1,0 +1,1 @@
+"""Bridges: kodelet's runtime behind another agent's own hook mechanism."""

@@ -1,0 +1,253 @@
+"""`kodelet claude` commands: put kodelet in front of Claude Code's tool calls and prompts.
+
+``install`` writes command hooks calling ``kodelet claude hook`` into one of Claude
+Code's settings files, ``uninstall`` removes exactly those, ``status`` says where
+they are and which kodelet hooks they would run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..bridges.claude_code import EVENTS
+from ..bridges.claude_code import main as hook_main
+from ..listing import hook_rows
+from .common import fail, listing_quietly, make_runtime, print_json, state
+
+app = typer.Typer(
+    help="Run kodelet's hooks inside Claude Code: install, uninstall, status.",
+    no_args_is_help=True,
+)
+
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+OURS = re.compile(r"kodelet['\"]?\s+claude\s+hook(\s+--?[\w-]+(\s+\S+)?)*\s*$")
+
+
+class Scope(StrEnum):
+    user = "user"
+    project = "project"
+    local = "local"
+
+
+def settings_path(scope: Scope, cwd: Path) -> Path:
+    if scope is Scope.user:
+        return Path.home() / ".claude" / "settings.json"
+    name = "settings.json" if scope is Scope.project else "settings.local.json"
+    return cwd / ".claude" / name
+
+
+def hook_command() -> str:
+    """The interpreter's own ``kodelet``, so a venv install works without the venv active."""
+    exe = Path(sys.executable).absolute().parent / "kodelet"
+    if exe.is_file() and os.access(exe, os.X_OK):
+        return f"{shlex.quote(str(exe))} claude hook"
+    return f"{shlex.quote(sys.executable)} -m kodelet claude hook"
+
+
+def is_ours(hook: Any) -> bool:
+    """A command hook calling ``kodelet claude hook``, whoever's interpreter it names."""
+    return (
+        isinstance(hook, dict)
+        and hook.get("type") == "command"
+        and isinstance(hook.get("command"), str)
+        and OURS.search(hook["command"].strip()) is not None
+    )
+
+
+class SettingsError(Exception):
+    pass
+
+
+def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """The file's text (None when absent) and its JSON; a bad file is a :class:`SettingsError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise SettingsError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path} must hold a JSON object, not {type(data).__name__}")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        raise SettingsError(f"{path}: 'hooks' must map each event to a list")
+    return text, data
+
+
+def without_ours(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` minus kodelet's entries; groups and events left empty by that go too."""
+    if "hooks" not in data:
+        return data
+    hooks: dict[str, Any] = {}
+    for event, groups in data["hooks"].items():
+        kept = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list) or not any(is_ours(h) for h in inner):
+                kept.append(group)
+                continue
+            rest = [h for h in inner if not is_ours(h)]
+            if rest:
+                kept.append({**group, "hooks": rest})
+        if kept or not groups:
+            hooks[event] = kept
+    out = dict(data)
+    if hooks or not data["hooks"]:
+        out["hooks"] = hooks
+    else:
+        del out["hooks"]
+    return out
+
+
+def with_ours(data: dict[str, Any], command: str) -> dict[str, Any]:
+    out = without_ours(data)
+    hooks = dict(out.get("hooks", {}))
+    for event in EVENTS:
+        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        hooks[event] = [*hooks.get(event, []), group]
+    out["hooks"] = hooks
+    return out
+
+
+def installed_events(data: dict[str, Any]) -> list[str]:
+    return [
+        event
+        for event, groups in data.get("hooks", {}).items()
+        if any(
+            is_ours(h)
+            for g in groups
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            for h in g["hooks"]
+        )
+    ]
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_settings(path: Path, old: str | None, data: dict[str, Any], dry_run: bool) -> str:
+    """Write ``data`` atomically, the previous file kept as ``<name>.bak``; a message."""
+    new = render(data)
+    if old is not None and json.loads(old or "{}") == data:
+        return f"unchanged: {path}"
+    if dry_run:
+        diff = difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=str(path) if old is not None else "/dev/null",
+            tofile=str(path),
+        )
+        return "".join(diff).rstrip("\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if old is not None:
+        shutil.copy2(path, path.with_name(path.name + ".bak"))
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(new, encoding="utf-8")
+    os.replace(tmp, path)
+    return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
+
+
+SCOPE_HELP = (
+    "user: ~/.claude/settings.json; project: .claude/settings.json;"
+    " local: .claude/settings.local.json."
+)
+
+
+def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> None:
+    path = settings_path(scope, state(ctx).cwd)
+    try:
+        old, data = read_settings(path)
+    except SettingsError as exc:
+        fail(str(exc), 1)
+    if not install and old is None:
+        typer.echo(f"not installed: {path} does not exist")
+        return
+    new = with_ours(data, hook_command()) if install else without_ours(data)
+    try:
+        typer.echo(write_settings(path, old, new, dry_run))
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+
+
+@app.command("install")
+def install(
+    ctx: typer.Context,
+    scope: Scope = typer.Option(Scope.project, "--scope", help=SCOPE_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+) -> None:
+    """Make Claude Code call `kodelet claude hook` for tool calls, prompts and stops."""
+    _change(ctx, scope, dry_run, install=True)
+
+
+@app.command("uninstall")
+def uninstall(
+    ctx: typer.Context,
+    scope: Scope = typer.Option(Scope.project, "--scope", help=SCOPE_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+) -> None:
+    """Remove kodelet's entries from a settings file; every other hook and key stays."""
+    _change(ctx, scope, dry_run, install=False)
+
+
+@app.command("status")
+def status(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+) -> None:
+    """Where kodelet is installed in Claude Code and which kodelet hooks it would run."""
+    cwd = state(ctx).cwd
+    scopes: list[dict[str, Any]] = []
+    for scope in Scope:
+        path = settings_path(scope, cwd)
+        try:
+            _, data = read_settings(path)
+            entry: dict[str, Any] = {"events": installed_events(data), "error": None}
+        except SettingsError as exc:
+            entry = {"events": [], "error": str(exc)}
+        scopes.append({"scope": scope.value, "path": str(path), **entry})
+    wanted = {event.value for event, _ in EVENTS.values()}
+    with listing_quietly():
+        rt = make_runtime(ctx)
+        try:
+            rows = [r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"]
+        finally:
+            rt.close()
+    if as_json:
+        print_json({"scopes": scopes, "hooks": rows})
+        return
+    lines = []
+    for s in scopes:
+        where = ", ".join(s["events"]) if s["events"] else "not installed"
+        lines.append(f"{s['scope']:8} {s['path']}: {s['error'] or where}")
+    lines.append("")
+    lines.append("kodelet hooks Claude Code would run:" + ("" if rows else " (none)"))
+    lines += [f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows]
+    typer.echo("\n".join(lines))
+
+
+@app.command(
+    "hook",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def hook(ctx: typer.Context) -> None:
+    """The command Claude Code runs: one hook input on stdin, Claude Code's output on stdout."""
+    extra = ["--no-hooks"] if state(ctx).no_hooks else []
+    raise typer.Exit(hook_main([*ctx.args, *extra]))
