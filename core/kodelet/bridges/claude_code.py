@@ -18,54 +18,19 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from ..claude.mapping import EVENT_MAP, to_claude_tool, to_kodelet_tool
 from ..events import Event
 
 __all__ = ["HookInputError", "answer", "main", "run_hook", "to_claude_tool", "to_kodelet_tool"]
 
-# Claude Code event -> (kodelet event, invoked_by)
+# Claude Code event -> (kodelet event, invoked_by), from the one mapping table.
 EVENTS: dict[str, tuple[Event, str]] = {
-    "PreToolUse": (Event.BEFORE_TOOL_CALL, "main"),
-    "PostToolUse": (Event.AFTER_TOOL_CALL, "main"),
-    "PostToolUseFailure": (Event.AFTER_TOOL_CALL, "main"),
-    "UserPromptSubmit": (Event.USER_MESSAGE_SEND, "main"),
-    "Stop": (Event.AGENT_STOP, "main"),
-    "SubagentStop": (Event.AGENT_STOP, "subagent"),
+    m.claude.value: (m.kodelet, m.invoked_by) for m in EVENT_MAP
 }
 
 
 class HookInputError(ValueError):
     """Claude Code's input is not a hook input this bridge can read."""
-
-
-def _fallback_names() -> dict[str, str]:
-    from ..replay.claude import TOOL_NAMES
-
-    return TOOL_NAMES
-
-
-def to_kodelet_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A Claude tool call as kodelet's hooks see it, through the one shared table."""
-    try:
-        from ..claude.mapping import (  # type: ignore[import-not-found,unused-ignore]
-            to_kodelet_tool as translate,
-        )
-    except ImportError:
-        return _fallback_names().get(name, name), dict(tool_input)
-    translated: tuple[str, dict[str, Any]] = translate(name, tool_input)
-    return translated
-
-
-def to_claude_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A kodelet tool call back in Claude's names and keys; unknown tools pass unchanged."""
-    try:
-        from ..claude.mapping import (  # type: ignore[import-not-found,unused-ignore]
-            to_claude_tool as translate,
-        )
-    except ImportError:
-        back = {v: k for k, v in _fallback_names().items()}
-        return back.get(name, name), dict(tool_input)
-    translated: tuple[str, dict[str, Any]] = translate(name, tool_input)
-    return translated
 
 
 def _field(data: Mapping[str, Any], key: str, kind: type, default: Any = None) -> Any:

@@ -9,35 +9,92 @@ events, tools and fields and kodelet's own. docs/CLAUDE.md is the guide.
 
 from __future__ import annotations
 
-from .command import CommandHook
-from .emission import HookMessage, HookProgress, HookResponse, HookStarted
-from .events import EVENTS, EventInfo, HookEvent, parse_hook_event
-from .mapping import (
-    EVENT_MAP,
-    TOOL_NAMES,
-    TOOLS,
-    claude_input,
-    kodelet_payload,
-    to_claude_event,
-    to_claude_tool,
-    to_kodelet_event,
-    to_kodelet_tool,
-)
-from .matchers import Matcher, MatcherError
-from .merge import merge
-from .results import HookResult, Outcome
-from .runner import DEFAULT_TIMEOUT, Hook, HookCallback, HookMatcher, Runner
-from .types import (
-    INPUT_TYPES,
-    AsyncOutput,
-    HookDataError,
-    HookInput,
-    SyncOutput,
-    input_from_wire,
-    input_to_wire,
-    output_from_wire,
-    output_to_wire,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .command import CommandHook
+    from .emission import HookMessage, HookProgress, HookResponse, HookStarted
+    from .events import EVENTS, EventInfo, HookEvent, parse_hook_event
+    from .mapping import (
+        EVENT_MAP,
+        TOOL_NAMES,
+        TOOLS,
+        claude_input,
+        kodelet_payload,
+        to_claude_event,
+        to_claude_tool,
+        to_kodelet_event,
+        to_kodelet_tool,
+    )
+    from .matchers import Matcher, MatcherError
+    from .merge import merge
+    from .results import HookResult, Outcome
+    from .runner import DEFAULT_TIMEOUT, Hook, HookCallback, HookMatcher, Runner
+    from .types import (
+        INPUT_TYPES,
+        AsyncOutput,
+        HookDataError,
+        HookInput,
+        SyncOutput,
+        input_from_wire,
+        input_to_wire,
+        output_from_wire,
+        output_to_wire,
+    )
+
+# Imported on first use: ``kodelet claude hook`` needs the mapping table, not the
+# asyncio runner behind it.
+_EXPORTS = {
+    "AsyncOutput": ".types",
+    "CommandHook": ".command",
+    "DEFAULT_TIMEOUT": ".runner",
+    "EVENTS": ".events",
+    "EVENT_MAP": ".mapping",
+    "EventInfo": ".events",
+    "Hook": ".runner",
+    "HookCallback": ".runner",
+    "HookDataError": ".types",
+    "HookEvent": ".events",
+    "HookInput": ".types",
+    "HookMatcher": ".runner",
+    "HookMessage": ".emission",
+    "HookProgress": ".emission",
+    "HookResponse": ".emission",
+    "HookResult": ".results",
+    "HookStarted": ".emission",
+    "INPUT_TYPES": ".types",
+    "Matcher": ".matchers",
+    "MatcherError": ".matchers",
+    "Outcome": ".results",
+    "Runner": ".runner",
+    "SyncOutput": ".types",
+    "TOOLS": ".mapping",
+    "TOOL_NAMES": ".mapping",
+    "claude_input": ".mapping",
+    "input_from_wire": ".types",
+    "input_to_wire": ".types",
+    "kodelet_payload": ".mapping",
+    "merge": ".merge",
+    "output_from_wire": ".types",
+    "output_to_wire": ".types",
+    "parse_hook_event": ".events",
+    "to_claude_event": ".mapping",
+    "to_claude_tool": ".mapping",
+    "to_kodelet_event": ".mapping",
+    "to_kodelet_tool": ".mapping",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_TIMEOUT",
