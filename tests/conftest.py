@@ -31,12 +31,3 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / ".kodelet" / "hooks").mkdir(parents=True)
     return root
-
-
-def write_hook(directory: Path, name: str, text: str) -> Path:
-    """Write an executable hook script (tests import this helper)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path

@@ -24,8 +24,7 @@ from kodelet.adapters.process import EXIT_GRACE, Job, ProcessResult, SpawnError,
 from kodelet.events import Event
 from kodelet.places import CACHE as CACHE_DIR
 from kodelet.places import Places
-
-from tests.conftest import write_hook
+from kodelet.testing import write_hook
 
 # Each answers ``hook`` its own way and returns promptly.
 FAST = {

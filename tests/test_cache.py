@@ -10,9 +10,7 @@ import pytest
 from kodelet import Event, Runtime, load_runtime
 from kodelet.adapters.cache import CACHE_FILE, DiscoveryCache
 from kodelet.places import CACHE as CACHE_DIR
-from kodelet.testing import discovered
-
-from tests.conftest import write_hook
+from kodelet.testing import discovered, write_hook
 
 HOOK = """#!/bin/bash
 case "$1" in

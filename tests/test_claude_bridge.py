@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.conftest import write_hook
+from kodelet.testing import write_hook
 
 PRE = """#!/bin/bash
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }

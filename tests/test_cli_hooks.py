@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from kodelet.config import ConfigError
 from kodelet.config_edit import set_disabled_plugins
+from kodelet.testing import write_hook
 
-from tests.conftest import write_hook
 from tests.test_repos import BLOCKING_HOOK, make_git_repo, no_traceback, run_kodelet
 
 ROW_KEYS = {"event", "name", "kind", "path", "order", "status", "reason"}

@@ -31,8 +31,7 @@ from kodelet import (
 from kodelet.host.apply import MAX_CALLBACK_DEPTH
 from kodelet.places import Places
 from kodelet.recipes.runners import SECTIONS, ExtractiveRunner
-
-from tests.conftest import write_hook
+from kodelet.testing import write_hook
 
 FIXTURE = Path(__file__).parent / "fixtures" / "conversation_compact.json"
 BUILTIN = "builtin:compact-trigger"

@@ -18,10 +18,8 @@ from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import UserMessageSendPayload
 from kodelet.places import Places
-from kodelet.testing import discovered
+from kodelet.testing import discovered, write_hook
 from kodelet.trace import Outcome
-
-from tests.conftest import write_hook
 
 HOOK = """#!/bin/sh
 if [ "$1" = hook ]; then echo user_message_send; exit 0; fi

@@ -21,8 +21,7 @@ from kodelet.host.session import Session
 from kodelet.payloads import Message, StructuredToolResult, UsageInfo
 from kodelet.recipes.callbacks import CallbackRegistry
 from kodelet.runtime import Runtime
-
-from tests.conftest import write_hook
+from kodelet.testing import write_hook
 
 
 class Recorder:

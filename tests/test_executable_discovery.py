@@ -25,10 +25,8 @@ from kodelet.payloads import (
     UserMessageSendPayload,
 )
 from kodelet.runtime import Runtime
-from kodelet.testing import discovered
+from kodelet.testing import discovered, write_hook
 from kodelet.trace import Outcome
-
-from tests.conftest import write_hook
 
 
 def hook(directory: Path, name: str, event: str, body: str = "cat >/dev/null") -> Path:

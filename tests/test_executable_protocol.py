@@ -34,10 +34,9 @@ from kodelet.payloads import (
 )
 from kodelet.results import AgentStopResult, BeforeToolCallResult
 from kodelet.runtime import Runtime
+from kodelet.testing import write_hook
 from kodelet.trace import Dispatch, Outcome, Source
 from kodelet.wire import payload_to_wire, result_to_wire
-
-from tests.conftest import write_hook
 
 TIMEOUT = 5.0
 SHORT = 1.0

@@ -21,11 +21,9 @@ from kodelet.payloads import (
     UserMessageSendPayload,
 )
 from kodelet.runtime import Runtime
-from kodelet.testing import discovered
+from kodelet.testing import discovered, write_hook
 from kodelet.trace import Dispatch, Outcome
 from kodelet.wire import result_to_wire
-
-from tests.conftest import write_hook
 
 BLOCKING: dict[Event, Callable[[], BasePayload]] = {
     Event.BEFORE_TOOL_CALL: lambda: BeforeToolCallPayload(

@@ -23,10 +23,8 @@ from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import BasePayload, UserMessageSendPayload
 from kodelet.runtime import Runtime
-from kodelet.testing import discovered
+from kodelet.testing import discovered, write_hook
 from kodelet.trace import Dispatch, Outcome
-
-from tests.conftest import write_hook
 
 MiB = 1024 * 1024
 

@@ -29,9 +29,7 @@ from kodelet import (
 )
 from kodelet.adapters.executable import ExecutableHook
 from kodelet.adapters.persistent import PersistentHook, backoff
-from kodelet.testing import executables, per_call_runtime
-
-from tests.conftest import write_hook
+from kodelet.testing import executables, per_call_runtime, write_hook
 
 HANDLER = f"""#!{sys.executable}
 import os, subprocess, sys, time

@@ -31,10 +31,10 @@ from kodelet import (
     UserMessageSendPayload,
     UserMessageSendResult,
     hookimpl,
-    load_runtime,
     result_to_wire,
 )
 from kodelet.policy import valid_messages
+from kodelet.testing import isolated_runtime
 
 
 def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
@@ -44,13 +44,7 @@ def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
 def runtime(tmp_path: Path, event: Event, *named: tuple[str, Any]) -> Runtime:
     """An isolated runtime whose call order for ``event`` is the order given."""
     # pluggy calls the last registered first, so register in reverse.
-    rt = load_runtime(
-        cwd=tmp_path,
-        entry_points=False,
-        builtins=False,
-        executables=False,
-        plugins=list(reversed(named)),
-    )
+    rt = isolated_runtime(tmp_path, *reversed(named))
     assert [h.name for h in rt.hooks(event)] == [n for n, _ in named]
     return rt
 

@@ -34,12 +34,10 @@ from kodelet.results import (
     UserMessageSendResult,
 )
 from kodelet.runtime import Runtime
-from kodelet.testing import discovered
+from kodelet.testing import discovered, write_hook
 from kodelet.trace import Outcome
 from kodelet.wire import converter, payload_from_wire, payload_to_wire, result_from_wire
 from kodelet.wire import result_to_wire as merged_to_wire
-
-from tests.conftest import write_hook
 
 # Keys a hook might plausibly print, so generated objects often get past the first field.
 KEYS = st.sampled_from(

@@ -24,8 +24,7 @@ from kodelet.replay.format import (
     loads,
 )
 from kodelet.replay.player import Player
-
-from tests.conftest import write_hook
+from kodelet.testing import write_hook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "replay"
 OUTCOMES = FIXTURES / "outcomes.json"

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from kodelet import repos
 from kodelet.places import Places
-
-from tests.conftest import write_hook
+from kodelet.testing import write_hook
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",

@@ -35,8 +35,7 @@ from kodelet import (
     load_runtime,
 )
 from kodelet.payloads import BasePayload, field_names
-
-from tests.conftest import write_hook
+from kodelet.testing import isolated_runtime, write_hook
 
 BUILTIN = "builtin:compact-trigger"
 
@@ -122,8 +121,7 @@ def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
 
 
 def isolated(tmp_path: Path, *named: tuple[str, Any], **kw: Any) -> Runtime:
-    kw.setdefault("builtins", False)
-    return load_runtime(cwd=tmp_path, entry_points=False, executables=False, plugins=named, **kw)
+    return isolated_runtime(tmp_path, *named, **kw)
 
 
 def names(rt: Runtime, event: Event) -> list[str]:

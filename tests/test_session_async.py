@@ -29,6 +29,7 @@ from kodelet import (
     hookimpl,
     load_runtime,
 )
+from kodelet.testing import isolated_runtime
 
 
 def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
@@ -36,9 +37,7 @@ def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
 
 
 def isolated(tmp_path: Path, *named: tuple[str, Any]) -> Runtime:
-    return load_runtime(
-        cwd=tmp_path, entry_points=False, builtins=False, executables=False, plugins=named
-    )
+    return isolated_runtime(tmp_path, *named)
 
 
 OUT = {"toolName": "bash", "success": True, "timestamp": "2024-01-15T10:30:00Z"}

@@ -41,11 +41,9 @@ from kodelet.payloads import (
 )
 from kodelet.results import AfterToolCallResult, AgentStopResult
 from kodelet.runtime import Runtime
-from kodelet.testing import discovered
+from kodelet.testing import discovered, write_hook
 from kodelet.trace import Dispatch, Outcome
 from kodelet.wire import converter, result_to_wire
-
-from tests.conftest import write_hook
 
 pytestmark = pytest.mark.soak
 

@@ -28,10 +28,9 @@ from kodelet.testing import (
     make_payload,
     run_executable_hook,
     user_message_send_payload,
+    write_hook,
 )
 from kodelet.wire import payload_to_wire
-
-from tests.conftest import write_hook
 
 
 class Recorder:

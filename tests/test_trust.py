@@ -16,9 +16,7 @@ from kodelet import load_runtime
 from kodelet.events import Event
 from kodelet.payloads import UserMessageSendPayload
 from kodelet.runtime import Runtime
-from kodelet.testing import discovered
-
-from tests.conftest import write_hook
+from kodelet.testing import discovered, write_hook
 
 OTHER_UID = 12345
 

@@ -50,10 +50,12 @@ __all__ = [
     "before_tool_call_payload",
     "discovered",
     "executables",
+    "isolated_runtime",
     "make_payload",
     "per_call_runtime",
     "run_executable_hook",
     "user_message_send_payload",
+    "write_hook",
 ]
 
 TIMESTAMP = "2024-01-15T10:30:00Z"
@@ -166,6 +168,24 @@ def run_executable_hook(
     finally:
         hook.close()
     return coerce_result(event, raw)
+
+
+def isolated_runtime(cwd: str | os.PathLike[str], *plugins: Any, **kwargs: Any) -> Runtime:
+    """A runtime with only ``plugins`` (objects or ``(name, object)`` pairs): no entry
+    points, no built-ins, no executables unless ``kwargs`` ask for them."""
+    for flag in ("entry_points", "builtins", "executables"):
+        kwargs.setdefault(flag, False)
+    return load_runtime(cwd=cwd, plugins=plugins, **kwargs)
+
+
+def write_hook(directory: str | os.PathLike[str], name: str, text: str) -> Path:
+    """Write an executable hook file (mode 0755) into ``directory``, made if absent."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
 
 
 def discovered(runtime: Runtime) -> list[DiscoveredHook]:
