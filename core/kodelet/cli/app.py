@@ -17,6 +17,8 @@ app = typer.Typer(
     help="Lifecycle hooks for AI coding agents: list, run and manage plugins and hooks.",
     no_args_is_help=True,
     add_completion=False,
+    # Plain click help: typer's rich panels label every flag "<bool>" as if it took a value.
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -80,7 +82,10 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except click.NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx else "")
+        # The error already holds the help text; printing ctx.get_help() again
+        # would show it twice wherever a formatter prints while building it.
+        if text := exc.format_message():
+            typer.echo(text)
         code = 0
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "kodelet"
