@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from . import config_cmd, hooks_cmd, plugins_cmd, replay_cmd
+from . import config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
 from .common import State, fail, setup_logging
 
 app = typer.Typer(
@@ -63,6 +63,7 @@ def main_options(
 
 app.add_typer(plugins_cmd.app, name="plugins")
 app.add_typer(plugins_cmd.app, name="plugin", hidden=True)
+schema_cmd.register(hooks_cmd.app)
 app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(config_cmd.app, name="config")
 app.command("replay")(replay_cmd.replay)
