@@ -1,4 +1,6 @@
-"""Shell snippets of README.md, docs/PLUGINS.md and docs/REPLAY.md, run as a user pastes them."""
+"""Shell snippets of README.md and docs/PLUGINS.md, run as a user pastes them.
+
+docs/REPLAY.md's are run by tests/test_replay.py."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PLUGINS = ROOT / "docs" / "PLUGINS.md"
-REPLAY = ROOT / "docs" / "REPLAY.md"
 KODELET = f"{sys.executable} -m kodelet"
 
 
@@ -95,7 +96,7 @@ def test_hooks_run_prints_the_one_line_the_docs_show(name: str, tmp_path: Path) 
     assert out.splitlines()[: len(shown)] == shown
 
 
-# -- replay: README's first run, REPLAY.md's list of commands -------------------------
+# -- replay: README's first run ------------------------------------------------------
 
 
 def test_readme_first_run_commands(tmp_path: Path) -> None:
@@ -126,19 +127,3 @@ def test_readme_first_run_commands(tmp_path: Path) -> None:
                 "compacted",
             ):
                 assert f" {kind} " in out, kind
-
-
-def test_replay_md_commands_that_need_no_files(tmp_path: Path) -> None:
-    (block,) = [b for b in blocks(REPLAY, "bash") if b.startswith("kodelet replay ")]
-    runnable = [
-        line.split("#")[0].strip()
-        for line in block.splitlines()
-        if line.strip() and not re.search(r"\.json|\.jsonl|~/", line)
-    ]
-    assert "kodelet replay --my-hooks" in runnable and "kodelet --no-hooks replay" in runnable
-    for command in runnable:
-        out = shell(command, tmp_path)
-        if "--json" in command:
-            assert json.loads(out)["summary"]["events"] > 0
-        else:
-            assert "Summary" in out, command

@@ -653,5 +653,5 @@ def test_the_docs_shell_examples_run(project: Path, isolated_home: Path) -> None
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stdout.count("Summary") == 6, proc.stdout  # six text reports, one --json
+    assert proc.stdout.count("Summary") == 8, proc.stdout  # eight text reports, one --json
     assert "0b1d.jsonl" in proc.stdout
