@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +109,36 @@ def kodelet(
         env={**os.environ, **(env or {})},
         timeout=120,
     )
+
+
+def in_terminal(*args: str, columns: int, cwd: Path | None = None) -> str:
+    """The CLI's stdout as a terminal shows it: run on a pseudo-terminal, colours removed."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm", "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [PY, "-m", "kodelet", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    text = b"".join(chunks).decode().replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
 def replay_json(project: Path, *args: str) -> dict[str, Any]:
@@ -235,9 +267,8 @@ def test_text_report_has_timeline_and_summary(hooked: Path) -> None:
 def test_timeline_is_one_line_per_row_at_any_width(hooked: Path, columns: int) -> None:
     data = replay_json(hooked, str(OUTCOMES))
     rows = sum(max(len(s["hooks"]), 1) + len(s.get("effects", [])) for s in data["timeline"])
-    proc = kodelet("--cwd", str(hooked), "replay", str(OUTCOMES), env={"COLUMNS": str(columns)})
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    out = in_terminal("--cwd", str(hooked), "replay", str(OUTCOMES), columns=columns)
+    lines = out.splitlines()
     assert all(len(line) <= columns for line in lines)
     header = next(i for i, line in enumerate(lines) if line.startswith("Turn "))
     end = next(i for i, line in enumerate(lines) if line.startswith("Summary"))
@@ -247,9 +278,9 @@ def test_timeline_is_one_line_per_row_at_any_width(hooked: Path, columns: int) -
     blocked = next(line for line in timeline if " blocked " in line)
     assert "10-guard" in blocked and "bash: rm -rf" in blocked
     if columns >= 120:
-        assert "builtin:compact-trigger" in proc.stdout
+        assert "builtin:compact-trigger" in out
     if columns >= 200:
-        assert "Security policy: 'rm -rf' is not allowed" in proc.stdout
+        assert "Security policy: 'rm -rf' is not allowed" in out
 
 
 def test_no_hooks_flag_keeps_only_the_builtin(hooked: Path) -> None:
@@ -265,13 +296,14 @@ def test_no_hooks_flag_keeps_only_the_builtin(hooked: Path) -> None:
 # -- the demo --------------------------------------------------------------------
 
 
-def test_demo_replays_with_the_builtin_compaction_firing(project: Path) -> None:
-    proc = kodelet("replay", cwd=project, env={"COLUMNS": "160"})
+def test_demo_through_your_own_hooks_with_none_only_compacts(project: Path) -> None:
+    proc = kodelet("replay", "--my-hooks", cwd=project)
     assert proc.returncode == 0, proc.stderr
     assert "demo_session.json" in proc.stdout
     assert "builtin:compact-trigger" in proc.stdout
     assert "compacted" in proc.stdout
-    data = replay_json(project)
+    assert "demo-guard" not in proc.stdout
+    data = replay_json(project, "--my-hooks")
     assert data["session"]["name"] == "demo_session.json"
     assert data["summary"]["compactions"] == 1
     assert data["summary"]["calls_blocked"] == 0  # nothing installed to block it
@@ -288,7 +320,8 @@ def test_demo_has_a_dangerous_command_and_a_secret() -> None:
 
 
 def test_guardrail_style_hooks_block_the_demo_dangers(hooked: Path) -> None:
-    data = replay_json(hooked)
+    data = replay_json(hooked, "--my-hooks")
+    assert "demo-guard" not in {r["name"] for s in data["timeline"] for r in s["hooks"]}
     assert data["summary"]["calls_blocked"] == 1
     assert data["summary"]["messages_blocked"] == 1
     assert data["summary"]["turns_skipped"] == 2
@@ -619,5 +652,5 @@ def test_the_docs_shell_examples_run(project: Path, isolated_home: Path) -> None
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stdout.count("Summary") == 6, proc.stdout  # six text reports, one --json
+    assert proc.stdout.count("Summary") == 8, proc.stdout  # eight text reports, one --json
     assert "0b1d.jsonl" in proc.stdout

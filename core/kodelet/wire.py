@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+import attrs
 import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -22,6 +23,11 @@ from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
 from .results import RESULT_TYPES
 
 T = TypeVar("T")
+
+
+# Fields whose wire name is not their Python name: the seeds' one camelCase key.
+# The converter and the JSON Schemas (kodelet.schema) both read it.
+WIRE_NAMES: dict[type, dict[str, str]] = {StructuredToolResult: {"tool_name": "toolName"}}
 
 
 class WireError(KodeletError, ValueError):
@@ -83,10 +89,24 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(is_list, structure_list)
     conv.register_structure_hook_func(is_dict, structure_dict)
 
-    camel = override(rename="toolName")
-    conv.register_structure_hook(
-        StructuredToolResult, make_dict_structure_fn(StructuredToolResult, conv, tool_name=camel)
-    )
+    def structure_model_fn(cls: type) -> Any:
+        # cattrs alone would read a list or a string as a model with every field
+        # defaulted (``"usage": []``): a model must be a JSON object.
+        renames: dict[str, Any] = {
+            k: override(rename=v) for k, v in WIRE_NAMES.get(cls, {}).items()
+        }
+        inner: Any = make_dict_structure_fn(cls, conv, **renames)
+
+        def structure_model(value: Any, _: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected an object, got {type(value).__name__}")
+            return inner(value, cls)
+
+        return structure_model
+
+    conv.register_structure_hook_factory(attrs.has, structure_model_fn)
+
+    camel = override(rename=WIRE_NAMES[StructuredToolResult]["tool_name"])
     tool_result_unstructure = make_dict_unstructure_fn(StructuredToolResult, conv, tool_name=camel)
 
     def unstructure_tool_result(obj: StructuredToolResult) -> dict[str, Any]:
@@ -144,9 +164,10 @@ def structure(data: Any, cls: type[T], what: str = "$") -> T:
 
 def payload_from_wire(event: Event, data: Mapping[str, Any]) -> BasePayload:
     """Build a payload from wire JSON; an ``event`` key, if present, must match."""
-    given = data.get("event")
-    if given is not None and given != event.value:
-        raise WireError(f"payload is for event {given!r}, not {event.value!r}")
+    if not isinstance(data, Mapping):
+        raise WireError(f"payload: expected a JSON object, got {type(data).__name__}")
+    if "event" in data and data["event"] != event.value:
+        raise WireError(f"payload is for event {data['event']!r}, not {event.value!r}")
     fields = {k: v for k, v in data.items() if k != "event"}
     return structure(fields, PAYLOAD_TYPES[event], what="payload")
 

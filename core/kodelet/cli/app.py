@@ -14,7 +14,7 @@ if sys.argv[1:3] == ["claude", "hook"]:  # Claude Code's hot path: no CLI framew
 
 import typer
 
-from . import claude_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd
+from . import claude_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
 from .common import State, fail, setup_logging
 
 app = typer.Typer(
@@ -22,6 +22,8 @@ app = typer.Typer(
     help="Lifecycle hooks for AI coding agents: list, run and manage plugins and hooks.",
     no_args_is_help=True,
     add_completion=False,
+    # Plain click help: typer's rich panels label every flag "<bool>" as if it took a value.
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -66,6 +68,7 @@ def main_options(
 
 app.add_typer(plugins_cmd.app, name="plugins")
 app.add_typer(plugins_cmd.app, name="plugin", hidden=True)
+schema_cmd.register(hooks_cmd.app)
 app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(claude_cmd.app, name="claude")
@@ -86,7 +89,10 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except click.NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx else "")
+        # The error already holds the help text; printing ctx.get_help() again
+        # would show it twice wherever a formatter prints while building it.
+        if text := exc.format_message():
+            typer.echo(text)
         code = 0
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx else "kodelet"

@@ -49,8 +49,11 @@ def make_runtime(ctx: typer.Context, **kwargs: Any) -> Runtime:
         fail(str(exc), 2)
 
 
-def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def print_json(data: Any, *, one_line: bool = False) -> None:
+    """Documents (lists, reports, schemas) indented for reading; ``one_line`` for an
+    answer a script compares or greps, printed the same on a terminal and in a pipe."""
+    indent = None if one_line else 2
+    sys.stdout.write(json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
 
 
 def render_table(headers: list[str], rows: list[list[str]], indent: str = "") -> str:

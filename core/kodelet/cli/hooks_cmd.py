@@ -148,7 +148,7 @@ def run(
         for rec in result.trace:
             sys.stderr.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
         sys.stderr.flush()
-    print_json(result_to_wire(ev, result.result))
+    print_json(result_to_wire(ev, result.result), one_line=True)
 
 
 def _event_or_none(name: str) -> Event | None:

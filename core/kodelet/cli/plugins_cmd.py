@@ -227,11 +227,11 @@ def new(
     ),
 ) -> None:
     """Create a native plugin project that passes its own tests as generated."""
-    from ..scaffold import ScaffoldError, create
+    from ..scaffold import ScaffoldError, create, next_steps
 
     try:
         names, target = create(name, directory)
     except ScaffoldError as exc:
         fail(str(exc), 2)
     typer.echo(f"Created {names.dist} (entry point {names.name!r}) in {target}")
-    typer.echo(f"Next: cd {target} && pip install -e . && pytest")
+    typer.echo(f"Next: {next_steps(target)}")

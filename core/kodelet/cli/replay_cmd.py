@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..config import ConfigError
 from ..recipes.callbacks import MODEL_ENV, CallbackRegistry
 from ..replay import report
+from ..replay.demo import demo_runtime
 from ..replay.format import DEMO_NAME, RecordedSession, SessionFormatError, load, load_demo
 from ..replay.player import Player, Replay, Step
 from ..runtime import Runtime
-from .common import fail, make_runtime, print_json
+from .common import fail, make_runtime, print_json, state
 
 PROGRESS_AFTER = 300
+WHOLE_WIDTH = 100_000  # wide enough that rich cuts nothing
+DEMO_NOTE = (
+    "These were the demo's own hooks: demo-guard, a native plugin, and demo-redact, an "
+    "executable. `kodelet replay --my-hooks` replays the demo through yours."
+)
 
 
 def _registry(runtime: Runtime, model: str | None) -> CallbackRegistry:
@@ -99,16 +108,53 @@ def replay(
         help="Import a Claude Code transcript (.jsonl) and replay it.",
         show_default=False,
     ),
+    my_hooks: bool = typer.Option(
+        False,
+        "--my-hooks",
+        help="Replay the demo through your own hooks instead of the demo's "
+        "(a SESSION or --from-claude always uses yours).",
+    ),
+    only_acted: bool = typer.Option(
+        False, "--only-acted", help="Show only the hook calls that did something."
+    ),
 ) -> None:
-    """Replay a recorded agent session through your hooks and show what they decided."""
+    """Replay a recorded agent session through your hooks and show what they decided.
+
+    With no SESSION, the shipped demo runs through the demo's own hooks, so every
+    kind of action shows; --my-hooks runs it through yours."""
     name, recorded = _load(session, from_claude)
-    runtime = make_runtime(ctx)
-    try:
+    demo = session is None and from_claude is None and not my_hooks
+    with contextlib.ExitStack() as stack:
+        runtime = _runtime(ctx, stack, demo=demo)
         player = Player(runtime, recorded, name=name, registry=_registry(runtime, model))
         result = _play(player, recorded.event_count())
-    finally:
-        runtime.close()
     if as_json:
-        print_json(report.to_json(result))
+        print_json(report.to_json(result, only_acted=only_acted))
     else:
-        report.render(result, Console())
+        _print_report(result, demo=demo, only_acted=only_acted)
+
+
+def _runtime(ctx: typer.Context, stack: contextlib.ExitStack, *, demo: bool) -> Runtime:
+    if not demo:
+        runtime = make_runtime(ctx)
+        stack.callback(runtime.close)
+        return runtime
+    try:
+        return stack.enter_context(demo_runtime(no_hooks=state(ctx).no_hooks))
+    except ConfigError as exc:
+        fail(str(exc), 2)
+
+
+def _print_report(result: Replay, *, demo: bool, only_acted: bool) -> None:
+    """A terminal gets each row cut to its width; a pipe or a file gets every detail
+    whole, for grep, without the table's padding."""
+    console = Console()
+    whole = not console.is_terminal
+    if whole:
+        console = Console(width=WHOLE_WIDTH)
+    with console.capture() if whole else contextlib.nullcontext() as captured:
+        report.render(result, console, only_acted=only_acted, whole=whole)
+        if demo:
+            console.print(DEMO_NOTE)
+    if captured is not None:
+        sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))

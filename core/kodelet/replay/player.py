@@ -32,7 +32,6 @@ from ..trace import Dispatch, TraceRecord
 from ..wire import converter
 from .format import AssistantItem, RecordedSession, UserItem
 
-SUBJECT_WIDTH = 72
 CHARS_PER_TOKEN = 4
 
 
@@ -74,9 +73,9 @@ class Replay:
     wall_time: float = 0.0
 
 
-def shorten(text: str, width: int = SUBJECT_WIDTH) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+def one_line(text: str) -> str:
+    """Whole, on one line: the table cuts what the terminal cannot show, JSON keeps it all."""
+    return " ".join(text.split())
 
 
 def call_subject(name: str, tool_input: dict[str, Any]) -> str:
@@ -84,8 +83,8 @@ def call_subject(name: str, tool_input: dict[str, Any]) -> str:
     for key in ("command", "file_path", "pattern", "path", "url"):
         value = tool_input.get(key)
         if isinstance(value, str) and value:
-            return shorten(f"{name}: {value}")
-    return shorten(f"{name} {_json(tool_input)}")
+            return one_line(f"{name}: {value}")
+    return one_line(f"{name} {_json(tool_input)}")
 
 
 def estimate_tokens(messages: list[Message]) -> int:
@@ -183,7 +182,7 @@ class Player:
             detail = f"not sent to the model; {skipped}"
             effects.append(Effect(kind="message-blocked", detail=detail))
         self._step(
-            turn, Event.USER_MESSAGE_SEND, shorten(item.content), _only(self._take()), effects
+            turn, Event.USER_MESSAGE_SEND, one_line(item.content), _only(self._take()), effects
         )
         return outcome.sent
 
@@ -216,7 +215,7 @@ class Player:
             before = len(self.driver.messages)
             stop = self.driver.stop()
             effects = self._applied(stop.applied, before)
-            effects += [Effect(kind="follow-up", detail=shorten(t)) for t in stop.follow_ups]
+            effects += [Effect(kind="follow-up", detail=one_line(t)) for t in stop.follow_ups]
             self._step(turn, Event.AGENT_STOP, f"{before} messages", _only(self._take()), effects)
 
     def _tool_steps(self, turn: int, original: dict[str, Any], outcome: ToolOutcome) -> None:
@@ -226,7 +225,7 @@ class Player:
             detail = "not run; the model gets the blocked result"
             effects.append(Effect(kind="call-blocked", detail=detail))
         elif outcome.input_rewritten:
-            effects.append(Effect(kind="input-rewritten", detail=shorten(_json(outcome.input))))
+            effects.append(Effect(kind="input-rewritten", detail=_json(outcome.input)))
         name = outcome.tool_name
         self._step(turn, Event.BEFORE_TOOL_CALL, call_subject(name, original), before, effects)
         out = outcome.output
@@ -234,9 +233,9 @@ class Player:
         effects = []
         if outcome.output_rewritten:
             effects.append(
-                Effect(kind="output-rewritten", detail=shorten(_json(converter.unstructure(out))))
+                Effect(kind="output-rewritten", detail=_json(converter.unstructure(out)))
             )
-        self._step(turn, Event.AFTER_TOOL_CALL, shorten(f"{name} {status}"), after, effects)
+        self._step(turn, Event.AFTER_TOOL_CALL, one_line(f"{name} {status}"), after, effects)
 
     def _usage(self, item: AssistantItem) -> UsageInfo:
         usage = item.usage.resolve(self.recorded.max_context_window)
@@ -257,7 +256,7 @@ class Player:
             freed = self.driver.usage.current_context_window - estimate_tokens(applied.messages)
             self._freed += max(freed, 0)
         if applied.warning:
-            effects.append(Effect(kind="warning", detail=shorten(applied.warning)))
+            effects.append(Effect(kind="warning", detail=one_line(applied.warning)))
         return effects
 
 

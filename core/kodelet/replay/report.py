@@ -94,7 +94,12 @@ def step_json(index: int, step: Step) -> dict[str, Any]:
     return data
 
 
-def to_json(replay: Replay) -> dict[str, Any]:
+def acted(step: Step) -> bool:
+    """Whether any hook did something at this step, or the host did because of one."""
+    return bool(step.effects) or any(r.outcome is not Outcome.NO_ACTION for r in step.hooks)
+
+
+def to_json(replay: Replay, *, only_acted: bool = False) -> dict[str, Any]:
     s = replay.session
     auto: dict[str, Any] = {"enabled": s.auto_compact.enabled}
     if s.auto_compact.threshold is not None:
@@ -110,7 +115,11 @@ def to_json(replay: Replay) -> dict[str, Any]:
             "items": len(s.items),
         },
         "hooks": replay.hook_order,
-        "timeline": [step_json(i, step) for i, step in enumerate(replay.steps, 1)],
+        "timeline": [
+            step_json(i, step)
+            for i, step in enumerate(replay.steps, 1)
+            if acted(step) or not only_acted
+        ],
         "summary": summary(replay),
     }
 
@@ -128,12 +137,14 @@ def _one_line(text: Text | str) -> Text:
     return line
 
 
-def timeline_table(replay: Replay) -> Table:
+def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = False) -> Table:
     """One line per hook call at any terminal width.
 
-    Hook names and details share what the fixed columns leave and are cut
-    with an ellipsis rather than wrapped: wrapped, each row at 80 columns
-    became a column of word fragments. Every detail is whole in ``--json``.
+    On a terminal, hook names and details share what the fixed columns leave
+    and are cut with an ellipsis rather than wrapped: wrapped, each row at 80
+    columns became a column of word fragments. ``whole`` (for a pipe or a
+    file, whose reader may grep it) cuts nothing; ``--json`` never does.
+    ``only_acted`` leaves out the hook calls that did nothing.
     """
     table = Table(
         title=f"Replay of {replay.name}",
@@ -146,15 +157,18 @@ def timeline_table(replay: Replay) -> Table:
     )
     table.add_column("Turn", justify="right", no_wrap=True)
     table.add_column("Event", no_wrap=True)
-    table.add_column("Hook", max_width=28)
+    table.add_column("Hook", max_width=None if whole else 28)
     table.add_column("Outcome", no_wrap=True)
     table.add_column("Time", justify="right", no_wrap=True)
     table.add_column("Detail")
     last_turn = -1
     for step in replay.steps:
+        if only_acted and not acted(step):
+            continue
         turn = str(step.turn) if step.turn != last_turn else ""
         last_turn = step.turn
         first = True
+        subject: str | None = step.subject
 
         def row(
             hook: Text | str, outcome: Text, time: str, detail: Text | str, *, _step: Step = step
@@ -171,10 +185,13 @@ def timeline_table(replay: Replay) -> Table:
                 "",
                 Text(step.subject, style="dim"),
             )
-        for i, record in enumerate(step.hooks):
+        for record in step.hooks:
+            if only_acted and record.outcome is Outcome.NO_ACTION:
+                continue
             note = record.error or record.detail or ""
-            if i == 0:
-                note = f"{step.subject}: {note}" if note else step.subject
+            if subject is not None:
+                note = f"{subject}: {note}" if note else subject
+                subject = None
             row(
                 record.name,
                 Text(record.outcome.value, style=OUTCOME_STYLES[record.outcome.value]),
@@ -182,11 +199,13 @@ def timeline_table(replay: Replay) -> Table:
                 note,
             )
         for effect in step.effects:
+            detail = f"{subject}: {effect.detail}" if subject is not None else effect.detail
+            subject = None
             row(
                 Text("host", style="bold"),
                 Text(effect.kind, style=EFFECT_STYLES.get(effect.kind, "")),
                 "",
-                effect.detail,
+                detail,
             )
     return table
 
@@ -227,7 +246,10 @@ def summary_table(data: dict[str, Any]) -> Table:
     return table
 
 
-def render(replay: Replay, console: Console) -> None:
+def render(
+    replay: Replay, console: Console, *, only_acted: bool = False, whole: bool = False
+) -> None:
+    """The report on ``console``; ``whole`` cuts nothing (give the console room for it)."""
     s = replay.session
     head = f"[bold]{escape(replay.name)}[/]: conversation {escape(s.conv_id)}"
     if s.model:
@@ -240,5 +262,5 @@ def render(replay: Replay, console: Console) -> None:
     console.print(head)
     for event, names in replay.hook_order.items():
         console.print(f"  {event}: {', '.join(names) if names else '[dim](none)[/]'}")
-    console.print(timeline_table(replay))
+    console.print(timeline_table(replay, only_acted=only_acted, whole=whole))
     console.print(summary_table(summary(replay)))

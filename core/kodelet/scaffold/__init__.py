@@ -7,6 +7,7 @@ whose ``$name`` placeholders leave the braces of Python and TOML alone.
 from __future__ import annotations
 
 import re
+import shlex
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -15,7 +16,7 @@ import attrs
 
 from ..errors import KodeletError
 
-__all__ = ["Names", "ScaffoldError", "create", "names_for"]
+__all__ = ["Names", "ScaffoldError", "create", "names_for", "next_steps"]
 
 PREFIX = "kodelet-plugin-"
 NAME_RE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -92,3 +93,11 @@ def create(raw_name: str, directory: Path | None = None) -> tuple[Names, Path]:
     except OSError as exc:
         raise ScaffoldError(f"cannot write {target}: {exc.strerror or exc}") from None
     return names, target
+
+
+def next_steps(target: Path) -> str:
+    """The shell line from a new project to its first passing test run.
+
+    pytest comes with the project's ``test`` extra, not with the project itself:
+    a bare ``pip install -e .`` leaves ``pytest`` missing."""
+    return f"cd {shlex.quote(str(target))} && pip install -e '.[test]' && pytest"
