@@ -11,7 +11,7 @@ PY = "3.11"
 
 @nox.session(python=PY)
 def tests(session: nox.Session) -> None:
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,claude-agent-sdk]")
     session.run("pytest", "-m", "not soak", *session.posargs)
 
 

@@ -20,8 +20,18 @@ from typing import IO, Any
 
 from ..claude.mapping import EVENT_MAP, to_claude_tool, to_kodelet_tool
 from ..events import Event
+from ..payloads import BasePayload
 
-__all__ = ["HookInputError", "answer", "main", "run_hook", "to_claude_tool", "to_kodelet_tool"]
+__all__ = [
+    "HookInputError",
+    "answer",
+    "main",
+    "prepare",
+    "respond",
+    "run_hook",
+    "to_claude_tool",
+    "to_kodelet_tool",
+]
 
 # Claude Code event -> (kodelet event, invoked_by), from the one mapping table.
 EVENTS: dict[str, tuple[Event, str]] = {
@@ -78,7 +88,8 @@ def payload_fields(data: Mapping[str, Any]) -> tuple[Event, dict[str, Any]] | No
 
 def answer(name: str, result: Any, *, stop_hook_active: bool = False) -> dict[str, Any] | None:
     """Claude Code's hook output for kodelet's merged ``result``; None is "no action"."""
-    context = getattr(result, "additional_context", None) or ""
+    extra = getattr(result, "additional_context", None) or ""
+    context = extra if isinstance(extra, str) else "\n".join(extra)
     specific: dict[str, Any] = {"hookEventName": name}
     out: dict[str, Any] = {}
     if name == "PreToolUse":
@@ -118,19 +129,39 @@ def _output_text(output: Any) -> str:
     return "kodelet hooks rewrote this tool result: " + json.dumps(data, ensure_ascii=False)
 
 
-def run_hook(
-    data: Mapping[str, Any], *, trace: IO[str] | None = None, no_hooks: bool | None = None
-) -> dict[str, Any] | None:
-    """Dispatch one Claude hook input through the runtime for its ``cwd``; the output or None."""
+def prepare(data: Mapping[str, Any]) -> tuple[str, BasePayload, dict[str, Any]] | None:
+    """(Claude event name, kodelet payload, payload fields) for a Claude hook input;
+    None when kodelet has no such event."""
     fields = payload_fields(data)
     if fields is None:
         return None
     event, values = fields
-    name = data["hook_event_name"]
-    from ..assembly import load_runtime
     from ..wire import build_payload
 
-    payload = build_payload(event, values)
+    return str(data["hook_event_name"]), build_payload(event, values), values
+
+
+def respond(
+    data: Mapping[str, Any], values: Mapping[str, Any], result: Any
+) -> dict[str, Any] | None:
+    """Claude Code's output for a merged kodelet result, tool input back in Claude's keys."""
+    name = str(data["hook_event_name"])
+    if name == "PreToolUse" and getattr(result, "input", None) is not None:
+        _, back = to_claude_tool(values["tool_name"], result.input)
+        result = _with_input(result, back)
+    return answer(name, result, stop_hook_active=data.get("stop_hook_active") is True)
+
+
+def run_hook(
+    data: Mapping[str, Any], *, trace: IO[str] | None = None, no_hooks: bool | None = None
+) -> dict[str, Any] | None:
+    """Dispatch one Claude hook input through the runtime for its ``cwd``; the output or None."""
+    prepared = prepare(data)
+    if prepared is None:
+        return None
+    _, payload, values = prepared
+    from ..assembly import load_runtime
+
     # Claude Code reads stdout as the answer (and, for some events, as text for
     # the model): a plugin's stray print must not end up there.
     with (
@@ -142,11 +173,7 @@ def run_hook(
         for rec in dispatch.trace:
             trace.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
         trace.flush()
-    result = dispatch.result
-    if name == "PreToolUse" and getattr(result, "input", None) is not None:
-        _, back = to_claude_tool(values["tool_name"], result.input)
-        result = _with_input(result, back)
-    return answer(name, result, stop_hook_active=data.get("stop_hook_active") is True)
+    return respond(data, values, dispatch.result)
 
 
 def _with_input(result: Any, tool_input: dict[str, Any]) -> Any:

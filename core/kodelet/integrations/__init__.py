@@ -1,0 +1,1 @@
+"""kodelet inside other agents' Python APIs (each integration's dependency is optional)."""
