@@ -16,7 +16,7 @@ Tool input keys are those of kodelet's tools as the seeds' hooks see them
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -32,15 +32,9 @@ from ..payloads import (
 )
 from ..wire import converter as _wire
 from .events import HookEvent
-from .types import (
-    HookInput,
-    PostToolUseFailureInput,
-    PostToolUseInput,
-    PreToolUseInput,
-    StopInput,
-    SubagentStopInput,
-    UserPromptSubmitInput,
-)
+
+if TYPE_CHECKING:
+    from .types import HookInput, PostToolUseFailureInput, PostToolUseInput
 
 # --- events ---------------------------------------------------------------
 
@@ -187,6 +181,15 @@ def claude_input(
     payload: BasePayload, *, transcript_path: str = "", permission_mode: str = "default"
 ) -> HookInput | None:
     """The Claude hook input for a kodelet payload; None for after_turn."""
+    from .types import (
+        PostToolUseFailureInput,
+        PostToolUseInput,
+        PreToolUseInput,
+        StopInput,
+        SubagentStopInput,
+        UserPromptSubmitInput,
+    )
+
     base: dict[str, Any] = {
         "session_id": payload.conv_id,
         "cwd": payload.cwd,
@@ -217,6 +220,8 @@ def claude_input(
 
 
 def _tool_output(hook_input: PostToolUseInput | PostToolUseFailureInput, name: str) -> Any:
+    from .types import PostToolUseFailureInput
+
     if isinstance(hook_input, PostToolUseFailureInput):
         return StructuredToolResult(tool_name=name, success=False, error=hook_input.error)
     response = hook_input.tool_response
@@ -230,6 +235,13 @@ def _tool_output(hook_input: PostToolUseInput | PostToolUseFailureInput, name: s
 
 def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
     """The kodelet payload for a Claude hook input; None for events kodelet lacks."""
+    from .types import (
+        PostToolUseFailureInput,
+        PostToolUseInput,
+        PreToolUseInput,
+        UserPromptSubmitInput,
+    )
+
     mapping = to_kodelet_event(hook_input.event)
     if mapping is None:
         return None
