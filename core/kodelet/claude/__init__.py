@@ -21,6 +21,7 @@ from .mapping import (
     to_claude_event,
     to_claude_tool,
     to_kodelet_event,
+    to_kodelet_result,
     to_kodelet_tool,
 )
 from .matchers import Matcher, MatcherError
@@ -76,5 +77,6 @@ __all__ = [
     "to_claude_event",
     "to_claude_tool",
     "to_kodelet_event",
+    "to_kodelet_result",
     "to_kodelet_tool",
 ]
