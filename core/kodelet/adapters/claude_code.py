@@ -120,7 +120,7 @@ class ClaudeCodeAdapter(Adapter):
                 plugin_root=spec.plugin_root,
                 name=spec.name,
             )
-            matcher = HookMatcher(spec.matcher, [command])  # type: ignore[arg-type]
+            matcher = HookMatcher(spec.matcher, [command])  # type: ignore[list-item]
             runner = Runner({spec.event: [matcher]}, cwd=self.cwd)
             self._runners[spec.name] = runner
         return runner

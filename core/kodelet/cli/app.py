@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from . import config_cmd, hooks_cmd, plugins_cmd, replay_cmd
+from . import claude_run_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd
 from .common import State, fail, setup_logging
 
 app = typer.Typer(
@@ -64,6 +64,10 @@ app.add_typer(plugins_cmd.app, name="plugin", hidden=True)
 app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(config_cmd.app, name="config")
 app.command("replay")(replay_cmd.replay)
+
+claude_app = typer.Typer(help="Claude Code hooks: try them as Claude Code runs them.")
+claude_run_cmd.register(claude_app)
+app.add_typer(claude_app, name="claude")
 
 
 def _click_exceptions() -> Any:
