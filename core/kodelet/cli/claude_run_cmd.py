@@ -41,7 +41,7 @@ def run(
     data = _read_payload(payload)
     cwd = str(state(ctx).cwd)
     data.setdefault("cwd", cwd)
-    table: dict[HookEvent, list[HookMatcher]] = defaultdict(list)
+    table: dict[str, list[HookMatcher]] = defaultdict(list)
     for spec in load_hooks(Places.resolve(cwd), os.environ):
         if spec.event != hook_event:
             continue
