@@ -454,3 +454,26 @@ def test_cli_claude_run(project: Path) -> None:
     bad = run_kodelet("--cwd", str(project), "claude", "run", "Nope")
     assert bad.returncode == 2 and "unknown Claude hook event" in bad.stderr
     no_traceback(bad)
+
+
+def test_async_dispatch_and_context_kept_when_a_later_hook_blocks(project: Path) -> None:
+    import asyncio
+
+    write_hook(
+        project / ".kodelet" / "hooks",
+        "ctx",
+        "#!/bin/sh\n"
+        'if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi\n'
+        'cat >/dev/null; echo \'{"additional_context": ["checked by kodelet"]}\'\n',
+    )
+    guard = script(project, "no_rm.sh", NO_RM)
+    settings(project_settings(project), {"PreToolUse": [command(guard, "Bash")]})
+    rt = runtime(project)
+    try:
+        res = asyncio.run(rt.adispatch(before(project, "bash", {"command": "rm -rf /"})))
+        assert res.result.blocked and res.result.reason == "no rm -rf here"
+        assert res.result.additional_context == ["checked by kodelet"]
+        ok = asyncio.run(rt.adispatch(before(project, "bash", {"command": "ls"})))
+        assert not ok.result.blocked
+    finally:
+        rt.close()
