@@ -15,6 +15,8 @@ from typing import Any
 
 import attrs
 
+from .adapters.claude_code import NAME as CLAUDE
+from .adapters.claude_code import ClaudeCodeAdapter
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
 from .config import Config, load_config
@@ -35,6 +37,8 @@ def load_runtime(
     entry_points: bool = True,
     builtins: bool = True,
     executables: bool = True,
+    claude: bool = True,
+    transcript_path: str = "",
     plugins: Iterable[Any] = (),
     disabled: Iterable[str] = (),
     timeout: float | None = None,
@@ -46,8 +50,10 @@ def load_runtime(
     ``entry_points=False`` and ``executables=False`` give an isolated runtime with
     only the ``plugins`` passed in (each an object, or a ``(name, object)`` pair),
     which is what plugin authors' tests want. ``no_hooks`` (or ``KODELET_NO_HOOKS=1``)
-    keeps only the built-ins. ``config`` replaces the config files and environment;
-    ``timeout`` and ``no_hooks`` are the CLI flags on top of them."""
+    keeps only the built-ins. ``claude=False`` (or ``[claude] hooks = false``) leaves
+    Claude Code's hooks out; ``transcript_path`` is what they see as theirs. ``config``
+    replaces the config files and environment; ``timeout`` and ``no_hooks`` are the
+    CLI flags on top of them."""
     env = dict(os.environ if env is None else env)
     places = Places.resolve(cwd, home, env)
     if config is None:
@@ -67,5 +73,8 @@ def load_runtime(
         runtime.register(obj, name=name)
     if executables and not config.no_hooks:
         runtime.add_adapter(ExecutableAdapter.load(places, config, env), EXECUTABLES)
+    if claude and config.claude_hooks and not config.no_hooks:
+        adapter = ClaudeCodeAdapter.load(places, config, env, transcript_path=transcript_path)
+        runtime.add_adapter(adapter, CLAUDE)
     runtime.configure()
     return runtime

@@ -43,6 +43,8 @@ class Config:
     disabled_plugins: tuple[str, ...] = ()
     plugin_tables: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     no_hooks: bool = False
+    claude_hooks: bool = True
+    """``[claude] hooks``: run Claude Code's hooks from its settings files and plugins."""
     sources: Mapping[str, str] = attrs.field(factory=dict)
 
     def hook(self, name: str) -> HookSettings:
@@ -70,6 +72,7 @@ class Config:
             "hooks.disabled": list(self.disabled_hooks),
             "plugins.disabled": list(self.disabled_plugins),
             "no_hooks": self.no_hooks,
+            "claude.hooks": self.claude_hooks,
         }
         for name, hs in self.hooks.items():
             for key in ("timeout", "fail_closed", "enabled"):
@@ -146,11 +149,18 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for top, table in data.items():
         where = f"{path}: [{top}]"
-        if top not in ("hooks", "plugins", "plugin"):
-            raise ConfigError(f"{path}: unknown key {top!r} (known: hooks, plugins, plugin)")
+        if top not in ("hooks", "plugins", "plugin", "claude"):
+            raise ConfigError(
+                f"{path}: unknown key {top!r} (known: hooks, plugins, plugin, claude)"
+            )
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: expected a table")
-        if top == "plugins":
+        if top == "claude":
+            for key, value in table.items():
+                if key != "hooks":
+                    raise ConfigError(f"{path}: unknown key 'claude.{key}' (known: hooks)")
+                flat["claude.hooks"] = _bool(value, f"{path}: claude.hooks")
+        elif top == "plugins":
             for key, value in table.items():
                 if key != "disabled":
                     raise ConfigError(f"{path}: unknown key 'plugins.{key}'")
@@ -238,5 +248,6 @@ def load_config(
         disabled_plugins=values.get("plugins.disabled", ()),
         plugin_tables=tables,
         no_hooks=values.get("no_hooks", False),
+        claude_hooks=values.get("claude.hooks", True),
         sources=sources,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .adapters.claude_code import NAME as CLAUDE
 from .adapters.executables import NAME as EXECUTABLES
 from .events import Event
 from .kinds import Source, Status
@@ -53,6 +54,8 @@ def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any
     what has no known event (could not be asked or loaded) comes last, under every filter."""
     adapter = runtime.adapters.get(EXECUTABLES)
     discovered = [] if adapter is None else adapter.discovered
+    claude = runtime.adapters.get(CLAUDE)
+    claude_off = [] if claude is None else claude.discovered
     natives_off = [
         (info, implemented(runtime, info.plugin) if info.plugin is not None else [])
         for info in runtime.plugins
@@ -79,6 +82,9 @@ def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any
                         hook.reason,
                     )
                 )
+        for c in claude_off:
+            if c.event is event:
+                rows.append(_row(event, c.name, Source.CLAUDE, c.path, None, c.status, c.reason))
         for info, events in natives_off:
             if event in events and not info.error:
                 rows.append(
@@ -97,6 +103,9 @@ def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any
             rows.append(
                 _row(None, hook.name, Source.EXECUTABLE, hook.path, None, hook.status, hook.reason)
             )
+    for c in claude_off:
+        if c.event is None:
+            rows.append(_row(None, c.name, Source.CLAUDE, c.path, None, c.status, c.reason))
     for info, events in natives_off:
         if info.error:
             rows.append(

@@ -103,6 +103,16 @@ class Reducer:
     def __init__(self, payload: BasePayload) -> None:
         self.payload: BasePayload = payload
         self.stopped = False
+        self.context: list[str] = []
+
+    def _gather(self, result: Any) -> None:
+        """Keep a hook's ``additional_context``, in call order, whatever else it did."""
+        more = getattr(result, "additional_context", None)
+        if more:
+            self.context.extend(more)
+
+    def _context(self) -> list[str] | None:
+        return list(self.context) or None
 
     def add(self, name: str, result: Any) -> tuple[Outcome, str | None]:
         """Fold one hook's converted answer in; returns its outcome and a detail."""
@@ -137,6 +147,7 @@ class BeforeToolCallReducer(_Blocking):
     def add(self, name: str, result: BeforeToolCallResult | None) -> tuple[Outcome, str | None]:
         if result is None:
             return Outcome.NO_ACTION, None
+        self._gather(result)
         if result.blocked:
             self._block(result.reason or f"blocked by {name}")
             return Outcome.BLOCKED, self.reason
@@ -148,10 +159,14 @@ class BeforeToolCallReducer(_Blocking):
 
     def merged(self) -> BeforeToolCallResult:
         if self.blocked:
-            return BeforeToolCallResult(blocked=True, reason=self.reason)
+            return BeforeToolCallResult(
+                blocked=True, reason=self.reason, additional_context=self._context()
+            )
         final: BeforeToolCallPayload = self.payload  # type: ignore[assignment]
         changed = final.tool_input != self.original
-        return BeforeToolCallResult(input=final.tool_input if changed else None)
+        return BeforeToolCallResult(
+            input=final.tool_input if changed else None, additional_context=self._context()
+        )
 
 
 class AfterToolCallReducer(Reducer):
@@ -163,6 +178,7 @@ class AfterToolCallReducer(Reducer):
 
     def add(self, name: str, result: AfterToolCallResult | None) -> tuple[Outcome, str | None]:
         current: AfterToolCallPayload = self.payload  # type: ignore[assignment]
+        self._gather(result)
         if result is None or result.output is None or result.output == current.tool_output:
             return Outcome.NO_ACTION, None
         self.payload = attrs.evolve(current, tool_output=result.output)
@@ -171,20 +187,25 @@ class AfterToolCallReducer(Reducer):
     def merged(self) -> AfterToolCallResult:
         final: AfterToolCallPayload = self.payload  # type: ignore[assignment]
         changed = final.tool_output != self.original
-        return AfterToolCallResult(output=final.tool_output if changed else None)
+        return AfterToolCallResult(
+            output=final.tool_output if changed else None, additional_context=self._context()
+        )
 
 
 class UserMessageSendReducer(_Blocking):
     event = Event.USER_MESSAGE_SEND
 
     def add(self, name: str, result: UserMessageSendResult | None) -> tuple[Outcome, str | None]:
+        self._gather(result)
         if result is not None and result.blocked:
             self._block(result.reason or f"blocked by {name}")
             return Outcome.BLOCKED, self.reason
         return Outcome.NO_ACTION, None
 
     def merged(self) -> UserMessageSendResult:
-        return UserMessageSendResult(blocked=self.blocked, reason=self.reason)
+        return UserMessageSendResult(
+            blocked=self.blocked, reason=self.reason, additional_context=self._context()
+        )
 
 
 class _FirstActionWins(Reducer):
@@ -249,6 +270,7 @@ class AgentStopReducer(_FirstActionWins):
     def add(self, name: str, result: AgentStopResult | None) -> tuple[Outcome, str | None]:
         if result is None:
             return Outcome.NO_ACTION, None
+        self._gather(result)
         outcome = self._action(name, result)
         if result.follow_up_messages:
             self.follow_ups.extend(result.follow_up_messages)
@@ -262,13 +284,14 @@ class AgentStopReducer(_FirstActionWins):
         w = self.winner
         follow = list(self.follow_ups) or None
         if w is None:
-            return AgentStopResult(follow_up_messages=follow)
+            return AgentStopResult(follow_up_messages=follow, additional_context=self._context())
         return AgentStopResult(
             result=w.result,
             follow_up_messages=follow,
             messages=w.messages,
             callback=w.callback,
             callback_args=w.callback_args,
+            additional_context=self._context(),
         )
 
 

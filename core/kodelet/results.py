@@ -1,4 +1,7 @@
-"""What hooks answer: one attrs class per event, shared by single hooks and merged results."""
+"""What hooks answer: one attrs class per event, shared by single hooks and merged results.
+
+``additional_context`` (all events but after_turn) is text for the model's next call
+(Spec 07's context injection); the policy gathers it from every hook in call order."""
 
 from __future__ import annotations
 
@@ -18,17 +21,20 @@ class BeforeToolCallResult:
     blocked: bool = False
     reason: str = ""
     input: dict[str, Any] | None = None
+    additional_context: list[str] | None = None
 
 
 @attrs.frozen(kw_only=True)
 class AfterToolCallResult:
     output: StructuredToolResult | None = None
+    additional_context: list[str] | None = None
 
 
 @attrs.frozen(kw_only=True)
 class UserMessageSendResult:
     blocked: bool = False
     reason: str = ""
+    additional_context: list[str] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -46,6 +52,7 @@ class AgentStopResult:
     messages: list[Message] | None = None
     callback: str = ""
     callback_args: dict[str, str] | None = None
+    additional_context: list[str] | None = None
 
 
 Result = (

@@ -53,7 +53,16 @@ _THRESHOLD = (
 )
 
 # "Class.field" -> what the field means. A class's own name -> what the class is.
+_CONTEXT = (
+    "Text for the model's next call, added to its context (Claude Code's "
+    "`additionalContext`). Every hook's lines are kept, in call order. Left out when empty."
+)
+
 FIELD_DOCS: Mapping[str, str] = {
+    "BeforeToolCallResult.additional_context": _CONTEXT,
+    "AfterToolCallResult.additional_context": _CONTEXT,
+    "UserMessageSendResult.additional_context": _CONTEXT,
+    "AgentStopResult.additional_context": _CONTEXT,
     "BasePayload.event": "The event's name; the first field of every payload.",
     "BasePayload.conv_id": "The conversation's id, the same for every event of a session.",
     "BasePayload.cwd": (

@@ -182,6 +182,10 @@ def _untrusted(path: Path, root: Path, memo: dict[Any, Any] | None = None) -> st
     return _chain_problem(real, top, me, sticky_ok=not inside, memo=memo)
 
 
+# A Claude Code plugin's hook settings, in its ``hooks/`` directory beside executables.
+CLAUDE_PLUGIN_HOOKS = "hooks.json"
+
+
 def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredHook]]:
     """Candidates to query (with their trust root) and files skipped without asking them."""
     seen: dict[str, Path] = {}
@@ -207,6 +211,8 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 continue
             if stat.S_ISDIR(st.st_mode):
                 continue
+            if plugin and entry.name == CLAUDE_PLUGIN_HOOKS:
+                continue  # Claude Code's plugin layout: the Claude Code adapter reads it
             if entry.name.endswith(DISABLE_SUFFIX):
                 skipped.append(
                     DiscoveredHook(

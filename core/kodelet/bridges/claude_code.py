@@ -166,7 +166,7 @@ def run_hook(
     # the model): a plugin's stray print must not end up there.
     with (
         contextlib.redirect_stdout(sys.stderr),
-        load_runtime(cwd=values["cwd"], no_hooks=no_hooks) as runtime,
+        load_runtime(cwd=values["cwd"], no_hooks=no_hooks, claude=False) as runtime,
     ):
         dispatch = runtime.dispatch(payload)
     if trace is not None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         to_claude_event,
         to_claude_tool,
         to_kodelet_event,
+        to_kodelet_result,
         to_kodelet_tool,
     )
     from .matchers import Matcher, MatcherError
@@ -81,6 +82,7 @@ _EXPORTS = {
     "to_claude_event": ".mapping",
     "to_claude_tool": ".mapping",
     "to_kodelet_event": ".mapping",
+    "to_kodelet_result": ".mapping",
     "to_kodelet_tool": ".mapping",
 }
 
@@ -133,5 +135,6 @@ __all__ = [
     "to_claude_event",
     "to_claude_tool",
     "to_kodelet_event",
+    "to_kodelet_result",
     "to_kodelet_tool",
 ]

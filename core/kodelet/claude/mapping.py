@@ -263,3 +263,53 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
     if isinstance(hook_input, UserPromptSubmitInput):
         return UserMessageSendPayload(**base, message=hook_input.prompt)
     return AgentStopPayload(**base)
+
+
+# --- answers --------------------------------------------------------------
+
+ASK_NEEDS_APPROVAL = "a Claude Code hook asks for approval, and kodelet has no one to ask"
+
+
+def to_kodelet_result(
+    event: HookEvent, doc: dict[str, Any], *, tool_name: str = ""
+) -> dict[str, Any] | None:
+    """The kodelet result (wire form) for the merged Claude output ``doc`` of ``event``.
+
+    ``tool_name`` is the Claude tool name, so ``updatedInput`` is translated back to
+    the kodelet tool's keys. ``continue: false`` blocks what can be blocked (kodelet
+    has no "stop the agent" answer) and cancels a Stop hook's follow-up; an ``ask``
+    blocks, since there is no one to ask (docs/DECISIONS.md). None: nothing to do."""
+    mapping = to_kodelet_event(event)
+    if mapping is None:
+        return None
+    specific = doc.get("hookSpecificOutput") or {}
+    out: dict[str, Any] = {}
+    context = [specific["additionalContext"]] if specific.get("additionalContext") else []
+    stopped = doc.get("continue") is False
+    stop_reason = doc.get("stopReason") or "stopped by a Claude Code hook (continue: false)"
+    if event == HookEvent.PRE_TOOL_USE:
+        decision = specific.get("permissionDecision")
+        reason = specific.get("permissionDecisionReason") or ""
+        if stopped:
+            out.update(blocked=True, reason=stop_reason)
+        elif decision == "deny":
+            out.update(blocked=True, reason=reason or "denied by a Claude Code hook")
+        elif decision == "ask":
+            why = f"{ASK_NEEDS_APPROVAL}: {reason}" if reason else ASK_NEEDS_APPROVAL
+            out.update(blocked=True, reason=why)
+        elif decision == "allow" and isinstance(specific.get("updatedInput"), dict):
+            out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
+    elif mapping.kodelet == Event.AFTER_TOOL_CALL:
+        # A blocking PostToolUse hook's reason is feedback for the model.
+        if doc.get("decision") == "block" and doc.get("reason"):
+            context.append(doc["reason"])
+    elif event == HookEvent.USER_PROMPT_SUBMIT:
+        if stopped:
+            out.update(blocked=True, reason=stop_reason)
+        elif doc.get("decision") == "block":
+            out.update(blocked=True, reason=doc.get("reason") or "blocked by a Claude Code hook")
+    elif doc.get("decision") == "block" and not stopped:  # Stop, SubagentStop
+        out["follow_up_messages"] = [doc.get("reason") or "Continue."]
+    if context:
+        out["additional_context"] = context
+    return out or None

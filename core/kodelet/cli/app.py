@@ -14,7 +14,7 @@ if sys.argv[1:3] == ["claude", "hook"]:  # Claude Code's hot path: no CLI framew
 
 import typer
 
-from . import claude_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
+from . import claude_cmd, claude_run_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
 from .common import State, fail, setup_logging
 
 app = typer.Typer(
@@ -71,6 +71,7 @@ app.add_typer(plugins_cmd.app, name="plugin", hidden=True)
 schema_cmd.register(hooks_cmd.app)
 app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(config_cmd.app, name="config")
+claude_run_cmd.register(claude_cmd.app)
 app.add_typer(claude_cmd.app, name="claude")
 app.command("replay")(replay_cmd.replay)
 

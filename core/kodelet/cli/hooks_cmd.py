@@ -10,8 +10,9 @@ from typing import Any
 
 import typer
 
+from ..adapters.claude_settings import load_hooks
 from ..config import Config, ConfigError, load_config
-from ..config_edit import set_disabled_plugins
+from ..config_edit import set_disabled_plugins, set_key
 from ..events import Event, parse_event
 from ..listing import hook_rows
 from ..loading import entry_points
@@ -200,6 +201,9 @@ def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
         typer.echo(_toggle_file(*found, enable))
         _warn_config_disabled(config, name, enable)
         return
+    if name.startswith("claude:"):
+        _toggle_claude(places, config, name, enable)
+        return
     if name not in {ep.name for _, ep in entry_points()}:
         fail(f"no hook or plugin named {name!r} (see: kodelet hooks list)", 1)
     current = list(config.disabled_plugins)
@@ -217,6 +221,27 @@ def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
     typer.echo(f"{'Enabled' if enable else 'Disabled'} plugin {name} in {path}")
     _warn_config_disabled(config, name, enable)
+
+
+def _toggle_claude(places: Places, config: Config, name: str, enable: bool) -> None:
+    """A Claude Code hook lives in a file kodelet does not own: it is switched in
+    ``[hooks] disabled`` of the repo-local config.toml instead."""
+    if name not in {h.name for h in load_hooks(places, os.environ)}:
+        fail(f"no Claude Code hook named {name!r} (see: kodelet hooks list)", 1)
+    current = list(config.disabled_hooks)
+    if enable == (name not in current):
+        typer.echo(f"already {'enabled' if enable else 'disabled'}: {name}")
+        _warn_config_disabled(config, name, enable)
+        return
+    wanted = [n for n in current if n != name] if enable else [*current, name]
+    path = places.local_root / "config.toml"
+    try:
+        set_key(path, "hooks", "disabled", wanted)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+    typer.echo(f"{'Enabled' if enable else 'Disabled'} {name} in {path}")
 
 
 def _warn_config_disabled(config: Config, name: str, enable: bool) -> None:

@@ -56,7 +56,7 @@ def hooks(runtime: Runtime | None = None, *, timeout: float | None = None) -> di
         if runtime is not None:
             return runtime
         if cwd not in built:
-            built[cwd] = load_runtime(cwd=cwd)
+            built[cwd] = load_runtime(cwd=cwd, claude=False)  # the agent runs its own
         return built[cwd]
 
     async def callback(

@@ -20,7 +20,7 @@ from kodelet.integrations.claude_agent_sdk import hooks
 
 
 async def check() -> None:
-    with load_runtime(cwd=os.getcwd()) as runtime:
+    with load_runtime(cwd=os.getcwd(), claude=False) as runtime:
         (matcher,) = hooks(runtime)["PreToolUse"]
         data = {
             "session_id": "check",
@@ -36,7 +36,7 @@ async def check() -> None:
 async def run(prompt: str) -> None:
     from claude_agent_sdk import ClaudeAgentOptions, query
 
-    with load_runtime(cwd=os.getcwd()) as runtime:
+    with load_runtime(cwd=os.getcwd(), claude=False) as runtime:
         options = ClaudeAgentOptions(hooks=hooks(runtime), cwd=os.getcwd())
         async for message in query(prompt=prompt, options=options):
             print(message)

@@ -1,0 +1,187 @@
+"""Claude Code's hook settings as files on disk: where they are, and what each entry says.
+
+Claude Code reads ``hooks`` from ``~/.claude/settings.json`` (user),
+``<project>/.claude/settings.json`` (project), ``<project>/.claude/settings.local.json``
+(local) and the ``hooks/hooks.json`` of each plugin. Every one of these files can be
+written by someone else (a cloned repository brings its ``.claude/``), so a file or
+entry that cannot be read is reported and skipped on its own: it never takes the
+other files' hooks down with it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..claude.events import HookEvent
+from ..claude.matchers import Matcher, MatcherError
+from ..places import Places, installed_plugins
+
+log = logging.getLogger("kodelet.claude")
+
+PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"
+PROMPT_HOOKS = "prompt hooks need a model (not configured)"
+
+
+@attrs.frozen(kw_only=True)
+class SettingsFile:
+    """One place Claude Code reads hooks from; ``plugin_root`` for a plugin's file."""
+
+    scope: str
+    path: Path
+    plugin_root: Path | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ClaudeHookSpec:
+    """One command of one matcher of one settings file, or the reason it cannot run.
+
+    ``name`` is ``claude:<scope>:<Event>:<matcher index>:<hook index>``; an entry
+    that is broken above the hook level has the shorter prefix naming what broke."""
+
+    name: str
+    scope: str
+    path: Path
+    event: HookEvent | None = None
+    matcher: str | None = None
+    command: str | None = None
+    timeout: float | None = None
+    async_: bool = False
+    plugin_root: str | None = None
+    problem: str | None = None
+
+
+def settings_files(places: Places, env: Mapping[str, str]) -> list[SettingsFile]:
+    """The files in Claude Code's order: user, project, local, then plugin repositories
+    (repo-local root first; a repository installed in both roots is read once)."""
+    files: list[SettingsFile] = []
+    home = env.get("HOME")
+    if home:
+        files.append(SettingsFile(scope="user", path=Path(home) / ".claude" / "settings.json"))
+    project = places.cwd / ".claude"
+    files.append(SettingsFile(scope="project", path=project / "settings.json"))
+    files.append(SettingsFile(scope="local", path=project / "settings.local.json"))
+    seen: set[str] = set()
+    for _, root in places.roots():
+        for name, pdir in installed_plugins(root):
+            if name in seen:
+                continue
+            seen.add(name)
+            path = pdir / "hooks" / "hooks.json"
+            if path.is_file():
+                files.append(SettingsFile(scope=f"plugin:{name}", path=path, plugin_root=pdir))
+    return files
+
+
+def _problem(spec: SettingsFile, name: str, why: str, event: HookEvent | None = None) -> Any:
+    log.warning("%s: %s", spec.path, why)
+    return ClaudeHookSpec(name=name, scope=spec.scope, path=spec.path, event=event, problem=why)
+
+
+def _read(spec: SettingsFile) -> tuple[dict[str, Any] | None, str | None]:
+    """The file's ``hooks`` table, or why it cannot be had; (None, None) when there is none."""
+    try:
+        text = spec.path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+    if not isinstance(data, dict):
+        return None, f"expected a JSON object, got {type(data).__name__}"
+    hooks = data.get("hooks")
+    if hooks is None:
+        return None, None
+    if not isinstance(hooks, dict):
+        return None, f"key 'hooks': expected an object, got {type(hooks).__name__}"
+    return hooks, None
+
+
+def _timeout(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"'timeout' must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: Any, m: Any) -> Any:
+    if not isinstance(raw, dict):
+        return _problem(spec, name, f"{where}: expected an object", event)
+    kind = raw.get("type", "command")
+    if kind == "prompt":
+        return ClaudeHookSpec(
+            name=name, scope=spec.scope, path=spec.path, event=event, problem=PROMPT_HOOKS
+        )
+    if kind != "command":
+        return _problem(spec, name, f"{where}.type: unknown hook type {kind!r}", event)
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return _problem(spec, name, f"{where}.command: expected a non-empty string", event)
+    try:
+        timeout = _timeout(raw.get("timeout"))
+    except ValueError as exc:
+        return _problem(spec, name, f"{where}: {exc}", event)
+    root = None if spec.plugin_root is None else str(spec.plugin_root)
+    if root is not None:
+        command = command.replace(PLUGIN_ROOT, root)
+    return ClaudeHookSpec(
+        name=name,
+        scope=spec.scope,
+        path=spec.path,
+        event=event,
+        matcher=m,
+        command=command,
+        timeout=timeout,
+        async_=raw.get("async") is True,
+        plugin_root=root,
+    )
+
+
+def read_hooks(spec: SettingsFile) -> Iterator[ClaudeHookSpec]:
+    """Every hook of one file, in file order, each runnable or carrying its problem."""
+    base = f"claude:{spec.scope}"
+    hooks, why = _read(spec)
+    if why is not None:
+        yield _problem(spec, base, why)
+    if not hooks:
+        return
+    for key, matchers in hooks.items():
+        try:
+            event = HookEvent(key)
+        except ValueError:
+            yield _problem(spec, f"{base}:{key}", f"hooks.{key}: unknown Claude Code event")
+            continue
+        if not isinstance(matchers, list):
+            yield _problem(spec, f"{base}:{key}", f"hooks.{key}: expected a list", event)
+            continue
+        for i, entry in enumerate(matchers):
+            where = f"hooks.{key}[{i}]"
+            prefix = f"{base}:{key}:{i}"
+            if not isinstance(entry, dict) or not isinstance(entry.get("hooks"), list):
+                yield _problem(spec, prefix, f"{where}: expected an object with a 'hooks' list")
+                continue
+            matcher = entry.get("matcher")
+            if matcher is not None and not isinstance(matcher, str):
+                yield _problem(spec, prefix, f"{where}.matcher: expected a string", event)
+                continue
+            try:
+                Matcher(matcher)
+            except (MatcherError, ValueError) as exc:
+                yield _problem(spec, prefix, f"{where}.matcher: {exc}", event)
+                continue
+            for j, raw in enumerate(entry["hooks"]):
+                yield _command(spec, f"{prefix}:{j}", event, f"{where}.hooks[{j}]", raw, matcher)
+
+
+def load_hooks(places: Places, env: Mapping[str, str]) -> list[ClaudeHookSpec]:
+    """The hooks of every settings file and plugin repository, in the order they run."""
+    return [h for f in settings_files(places, env) for h in read_hooks(f)]
