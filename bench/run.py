@@ -390,28 +390,75 @@ def startup(root: Path, scale: float) -> list[str]:
         "-",
     ]
     data = json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}).encode()
-    probe = subprocess.run(argv, input=data, capture_output=True, env=env)
+    hooked = project(root, "cli-hooked")
+    for i in range(20):
+        write_hook(hooked / ".kodelet" / "hooks", f"h{i:02}", BASH_HOOK)
+
+    def claude_argv(cwd: Path) -> tuple[list[str], bytes]:
+        given = {
+            "session_id": "bench",
+            "transcript_path": "",
+            "cwd": str(cwd),
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+        }
+        return [PY, "-m", "kodelet", "claude", "hook"], json.dumps(given).encode()
+
+    cases = [
+        ("`kodelet claude hook` (PreToolUse), no hooks", *claude_argv(empty), 3.0),
+        ("`kodelet claude hook` (PreToolUse), 20 executables, warm cache",
+         *claude_argv(hooked), 4.0),
+        ("`kodelet hooks run before_tool_call`, no hooks", argv, data, None),
+        ("`kodelet hooks run before_tool_call`, 20 executables, warm cache",
+         [*argv[:4], str(hooked), *argv[5:]], data, None),
+    ]  # fmt: skip
     out = [
         "## 5. Start-up",
         "",
+        "What a user pays per call when an agent spawns kodelet for every tool call: the "
+        "whole process, end to end, vs `python -c pass` timed in the same run.",
+        "",
+        "| command | time | `python -c pass` | ratio | target |",
+        "|---|---:|---:|---:|---|",
     ]
-    if probe.returncode == 0:
+    for label, cmd, stdin, target in cases:
+        probe = subprocess.run(cmd, input=stdin, capture_output=True, env=env)
+        if probe.returncode != 0:
+            why = probe.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            out.append(f"| {label} | failed: {why} | | | |")
+            continue
         pair = compare(
-            lambda: subprocess.run(argv, input=data, capture_output=True, env=env),
+            lambda cmd=cmd, stdin=stdin: subprocess.run(
+                cmd, input=stdin, capture_output=True, env=env
+            ),
             lambda: subprocess.run([PY, "-c", "pass"], capture_output=True, env=env),
             ops=1,
             runs=runs,
         )
-        out += [
-            "`kodelet hooks run before_tool_call` end to end (no hooks installed, payload on "
-            f"stdin) vs `python -c pass`: {ms(pair.subject)} vs {ms(pair.baseline)}, "
-            f"**{pair.ratio:.1f}{X}**.",
-            "",
-        ]
-    else:
-        why = probe.stderr.decode(errors="replace").strip().splitlines()[-1:]
-        out += [f"`kodelet hooks run` could not be timed: {why}", ""]
-
+        goal = "" if target is None else f"≤ {target:g}{X}: {verdict(pair.ratio <= target)}"
+        out.append(
+            f"| {label} | {ms(pair.subject)} | {ms(pair.baseline)} | {pair.ratio:.1f}{X} | {goal} |"
+        )
+    profile = subprocess.run(
+        [PY, "-X", "importtime", *claude_argv(empty)[0][1:]],
+        input=claude_argv(empty)[1], capture_output=True, env=env,
+    )  # fmt: skip
+    top = sorted(
+        (line.split("|") for line in profile.stderr.decode().splitlines() if "|" in line),
+        key=lambda f: -int(f[1]) if f[1].strip().isdigit() else 0,
+    )[:8]
+    out += [
+        "",
+        "Where `kodelet claude hook` spends its start-up (`python -X importtime`, cumulative "
+        "microseconds of the heaviest imports):",
+        "",
+        "```",
+        *(f"{f[1].strip():>8}  {f[2].rstrip()}" for f in top),
+        "```",
+        "",
+    ]
     proj = project(root, "construct")
     for i in range(20):
         write_hook(proj / ".kodelet" / "hooks", f"h{i:02}", BASH_HOOK)
