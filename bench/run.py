@@ -1,7 +1,7 @@
 """kodelet's benchmarks (``nox -s bench``): every figure is a ratio against a baseline
 timed in the same run (median of repeated, interleaved runs), written to BENCHMARKS.md.
 
-usage: python bench/run.py [--output BENCHMARKS.md] [--quick]
+usage: python bench/run.py [--output BENCHMARKS.md] [--quick] [--only NAME]
 """
 
 from __future__ import annotations
@@ -497,10 +497,111 @@ def startup(root: Path, scale: float) -> list[str]:
     return out
 
 
+# -- 6. corpus replay -------------------------------------------------------------------
+
+CORPUS_SESSIONS = 200
+CORPUS_HOOKS = {
+    "user_message_send": "secrets",
+    "before_tool_call": "guard",
+    "after_tool_call": "audit",
+}
+SH_HOOK = """#!/bin/sh
+case "$1" in
+  hook) echo {event};;
+  run) input=$(cat)
+       case "$input" in *'rm -rf'*) echo '{{"blocked": true, "reason": "no"}}';; esac;;
+esac
+"""
+KIT_CORPUS_HOOK = f"""#!{PY}
+from kodelet import hookkit
+
+
+def check(payload):
+    if "rm -rf" in str(payload.get("tool_input", "")):
+        return {{"blocked": True, "reason": "no"}}
+    return None
+
+
+hookkit.main("{{event}}", check)
+"""
+
+
+def synthetic_session(n: int) -> dict[str, Any]:
+    """50 events: a prompt, 16 turns of one tool call each (3 events a turn), a prompt."""
+    items: list[dict[str, Any]] = [{"type": "user", "content": f"task {n}"}]
+    for i in range(16):
+        command = "rm -rf build" if (n + i) % 37 == 0 else f"pytest -q tests/test_{i}.py"
+        items.append(
+            {
+                "type": "assistant",
+                "content": f"step {i}",
+                "usage": {"input_tokens": 2000 + 500 * i, "output_tokens": 50},
+                "tool_calls": [
+                    {
+                        "id": f"t{n}-{i}",
+                        "name": "bash",
+                        "input": {"command": command},
+                        "output": {"toolName": "bash", "success": True, "timestamp": "T"},
+                    }
+                ],
+            }
+        )
+    items.append({"type": "user", "content": "thanks"})
+    return {"version": 1, "conv_id": f"s{n}", "max_context_window": 200000, "items": items}
+
+
+def corpus(root: Path, scale: float) -> list[str]:
+    sessions = root / "corpus-sessions"
+    sessions.mkdir()
+    for n in range(CORPUS_SESSIONS):
+        (sessions / f"s{n:03}.json").write_text(json.dumps(synthetic_session(n)))
+    spawned = project(root, "corpus-spawned")
+    kept = project(root, "corpus-kept")
+    for event, name in CORPUS_HOOKS.items():
+        write_hook(spawned / ".kodelet" / "hooks", name, SH_HOOK.format(event=event))
+        write_hook(kept / ".kodelet" / "hooks", name, KIT_CORPUS_HOOK.replace("{event}", event))
+
+    def replay(proj: Path, jobs: int) -> dict[str, Any]:
+        argv = [PY, "-m", "kodelet", "--cwd", str(proj), "replay", str(sessions)]
+        proc = subprocess.run([*argv, "--jobs", str(jobs), "--json"], capture_output=True)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.decode(errors="replace")[-500:])
+        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    events = replay(spawned, 2)["totals"]["events"]
+    runs = max(1, int(3 * scale))
+    pair = compare(lambda: replay(spawned, 1), lambda: replay(spawned, 2), ops=1, runs=runs)
+    speedup = pair.subject / pair.baseline
+    kept_1 = median_time(lambda: replay(kept, 1), runs)
+    kept_2 = median_time(lambda: replay(kept, 2), runs)
+    cores = os.cpu_count() or 1
+    return [
+        "## 6. Corpus replay",
+        "",
+        f"`kodelet replay DIR` over {CORPUS_SESSIONS} synthetic sessions of 50 events each "
+        f"({events} events in all) with 3 executable hooks (`user_message_send`, "
+        "`before_tool_call`, `after_tool_call`), end to end (start-up, discovery, report) "
+        f"on {cores} cores.",
+        "",
+        "| hooks | `--jobs 1` | `--jobs 2` | speed-up | events/s (`--jobs 2`) |",
+        "|---|---:|---:|---:|---:|",
+        f"| spawned per call (sh) | {pair.subject:.2f} s | {pair.baseline:.2f} s | "
+        f"{speedup:.2f}{X} | {events / pair.baseline:,.0f} |",
+        f"| persistent (`hookkit`) | {kept_1:.2f} s | {kept_2:.2f} s | "
+        f"{kept_1 / kept_2:.2f}{X} | {events / kept_2:,.0f} |",
+        "",
+        f"Target `--jobs 2` ≥ 1.7{X} faster than `--jobs 1` with spawned hooks: "
+        f"{verdict(speedup >= 1.7)}. Persistent hooks: {events / kept_1:,.0f} events/s in one "
+        "process.",
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", default="BENCHMARKS.md")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    parser.add_argument("--only", metavar="NAME", help="run one benchmark (e.g. 'corpus replay')")
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
     started = time.monotonic()
@@ -517,7 +618,10 @@ def main() -> None:
             ("discovery", lambda: discovery(root, scale)),
             ("persistent hooks", lambda: persistent(root, scale)),
             ("start-up", lambda: startup(root, scale)),
+            ("corpus replay", lambda: corpus(root, scale)),
         ):
+            if args.only and name != args.only:
+                continue
             t = time.monotonic()
             sections += bench()
             print(f"bench: {name}: {time.monotonic() - t:.1f}s", file=sys.stderr)

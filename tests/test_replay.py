@@ -18,6 +18,7 @@ from kodelet.replay import report
 from kodelet.replay.claude import NO_RESULT, import_file, import_lines
 from kodelet.replay.format import (
     AssistantItem,
+    NoteItem,
     SessionFormatError,
     UserItem,
     dumps,
@@ -342,6 +343,7 @@ def test_claude_transcript_imports_into_the_session_format() -> None:
         "AssistantItem",
         "AssistantItem",
         "AssistantItem",
+        "NoteItem",
         "UserItem",
         "AssistantItem",
     ]
@@ -359,7 +361,12 @@ def test_claude_transcript_imports_into_the_session_format() -> None:
     test_run = session.turns[2].tool_calls[0]
     assert test_run.output.success and "3 passed" in (test_run.output.metadata or {})["content"]
     assert session.turns[3].tool_calls == () and "stale cache" in session.turns[3].content
-    assert session.items[5] == UserItem(content="Thanks, that's all.")
+    caveat = session.items[5]
+    assert isinstance(caveat, NoteItem) and caveat.kind == "command"  # an isMeta line
+    assert session.items[6] == UserItem(content="Thanks, that's all.")
+    assert session.cwd == "/home/dev/app"
+    # The one side-chain line answers no Task call: left out, and said so.
+    assert session.warnings == (f"{TRANSCRIPT}: 1 subagent lines match no Task call; left out",)
     # What an import writes reads back as the same session.
     assert loads(dumps(session)) == session
 
@@ -397,16 +404,17 @@ def test_tool_use_without_result_gets_a_failed_output() -> None:
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        (["{not json"], "cut.jsonl: line 1: not valid JSON"),
-        (["[1, 2]"], "cut.jsonl: line 1: expected a JSON object"),
-        (['{"type": "user"}'], "cut.jsonl: line 1: user line without a message object"),
+        (["{not json"], "cut.jsonl: no user or assistant messages found (skipped line 1: "),
+        (["[1, 2]"], "cut.jsonl: no user or assistant messages found (skipped line 1: "),
+        (['{"type": "user"}'], "cut.jsonl: no user or assistant messages found (skipped line 1"),
         (['{"type": "summary", "summary": "x"}'], "cut.jsonl: no user or assistant messages found"),
     ],
 )
-def test_bad_transcripts_name_the_line(lines: list[str], message: str) -> None:
+def test_transcripts_with_nothing_usable_are_refused(lines: list[str], message: str) -> None:
     with pytest.raises(SessionFormatError) as exc:
         import_lines(lines, "cut.jsonl")
-    assert str(exc.value).startswith(message)
+    assert str(exc.value).startswith(message), str(exc.value)
+    assert "\n" not in str(exc.value)
 
 
 # -- malformed session files -------------------------------------------------------
@@ -446,7 +454,8 @@ def bad_item(path: list[Any], value: Any) -> str:
         (session_text(items={}), "s.json: items: expected a list, got object"),
         (
             bad_item(["items", 1, "type"], "tool"),
-            "s.json: items[1].type: expected 'user' or 'assistant', got 'tool'",
+            "s.json: items[1].type: expected one of 'user', 'assistant', 'note', 'compaction', "
+            "got 'tool'",
         ),
         (
             bad_item(["items", 0, "content"], 3),
@@ -618,7 +627,7 @@ def doc_blocks(lang: str) -> list[str]:
 
 
 def test_the_docs_json_examples_are_what_they_say(project: Path) -> None:
-    blocked, session, report_doc = (json.loads(b) for b in doc_blocks("json"))
+    blocked, session, report_doc = (json.loads(b) for b in doc_blocks("json")[:3])
     from kodelet.payloads import StructuredToolResult
     from kodelet.wire import structure
 
@@ -641,6 +650,7 @@ def test_the_docs_shell_examples_run(project: Path, isolated_home: Path) -> None
         target.write_text(TRANSCRIPT.read_text())
     (isolated_home / "src" / "app" / ".kodelet").mkdir(parents=True)
     claude = claude.replace("<id>", "0b1d")
+    assert "--save fixture.json" in claude
     script = f'set -e\nkodelet() {{ "{PY}" -m kodelet "$@"; }}\n{first}{claude}'
     proc = subprocess.run(
         ["bash", "-c", script],
@@ -652,5 +662,6 @@ def test_the_docs_shell_examples_run(project: Path, isolated_home: Path) -> None
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stdout.count("Summary") == 8, proc.stdout  # eight text reports, one --json
+    assert proc.stdout.count("Summary") == 9, proc.stdout  # nine text reports, one --json
     assert "0b1d.jsonl" in proc.stdout
+    assert json.loads((project / "fixture.json").read_text())["version"] == 1

@@ -12,7 +12,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,12 +206,14 @@ def load_config(
     *,
     timeout: float | None = None,
     no_hooks: bool | None = None,
+    extra: Sequence[Path] = (),
 ) -> Config:
-    """Read both files, then environment, then explicit arguments (the CLI flags)."""
+    """Read both files, then ``extra`` files (a replay's baseline config), then environment,
+    then explicit arguments (the CLI flags)."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for _, path in places.config_files():
+    for path in (*(p for _, p in places.config_files()), *extra):
         for key, value in _flatten(path, _read(path)).items():
             values[key] = value
             sources[key] = str(path)

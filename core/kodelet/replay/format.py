@@ -59,17 +59,57 @@ class Usage:
 
 
 @attrs.frozen(kw_only=True)
+class Subagent:
+    """What a subagent did while the tool call that started it ran: its own items."""
+
+    agent_id: str
+    items: tuple[Item, ...]
+
+
+@attrs.frozen(kw_only=True)
 class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
     output: StructuredToolResult
+    subagent: Subagent | None = None
 
 
 @attrs.frozen(kw_only=True)
 class UserItem:
     content: str
     type: Literal["user"] = "user"
+
+
+# What the agent's client put in the conversation without a person typing it: the
+# model saw it, so it joins the history, but ``user_message_send`` never fires on it.
+NOTE_KINDS = (
+    "interrupt",
+    "command",
+    "command-output",
+    "task-notification",
+    "stop-hook-feedback",
+    "compact-summary",
+    "meta",
+)
+
+
+@attrs.frozen(kw_only=True)
+class NoteItem:
+    kind: str
+    content: str
+    type: Literal["note"] = "note"
+
+
+@attrs.frozen(kw_only=True)
+class CompactionItem:
+    """A compaction the recorded agent did itself: from here on the history is the summary
+    and the recorded token counts are small again, whatever the replay did before."""
+
+    trigger: str = ""
+    pre_tokens: int | None = None
+    summary: str = ""
+    type: Literal["compaction"] = "compaction"
 
 
 @attrs.frozen(kw_only=True)
@@ -80,7 +120,7 @@ class AssistantItem:
     type: Literal["assistant"] = "assistant"
 
 
-Item = UserItem | AssistantItem
+Item = UserItem | AssistantItem | NoteItem | CompactionItem
 
 
 @attrs.frozen(kw_only=True)
@@ -93,6 +133,9 @@ class RecordedSession:
     invoked_by: Literal["main", "subagent"] = "main"
     model: str = ""
     description: str = ""
+    cwd: str = ""
+    # What an import had to leave out (bad lines); said once, never written to a file.
+    warnings: tuple[str, ...] = attrs.field(default=(), eq=False)
 
     @property
     def turns(self) -> list[AssistantItem]:
@@ -100,13 +143,18 @@ class RecordedSession:
 
     def event_count(self) -> int:
         """How many events a replay fires at most: sizes the progress bar."""
-        total = 0
-        for item in self.items:
-            if isinstance(item, UserItem):
-                total += 1
-            else:
-                total += 1 + 2 * len(item.tool_calls) + (0 if item.tool_calls else 1)
-        return total
+        return _events(self.items)
+
+
+def _events(items: Sequence[Item]) -> int:
+    total = 0
+    for item in items:
+        if isinstance(item, UserItem):
+            total += 1
+        elif isinstance(item, AssistantItem):
+            total += 1 + 2 * len(item.tool_calls) + (0 if item.tool_calls else 1)
+            total += sum(_events(c.subagent.items) for c in item.tool_calls if c.subagent)
+    return total
 
 
 # -- reading -----------------------------------------------------------------
@@ -213,18 +261,33 @@ def _tool_output(data: Any, path: str) -> StructuredToolResult:
     )
 
 
+def _subagent(data: Any, path: str) -> Subagent:
+    r = _Reader(data, path)
+    r.check_keys(("agent_id", "items"))
+    items = r.get("items", list, required=True)
+    return Subagent(
+        agent_id=r.get("agent_id", str, default=""),
+        items=tuple(_item(item, f"{r.at('items')}[{i}]") for i, item in enumerate(items)),
+    )
+
+
 def _tool_call(data: Any, path: str) -> ToolCall:
     r = _Reader(data, path)
-    r.check_keys(("id", "name", "input", "output"))
+    r.check_keys(("id", "name", "input", "output", "subagent"))
     name = r.get("name", str, required=True)
     if not name:
         raise SessionFormatError(f"{r.at('name')}: must not be empty")
+    sub = r.get("subagent", dict, nullable=True)
     return ToolCall(
         id=r.get("id", str, required=True),
         name=name,
         input=r.get("input", dict, default={}),
         output=_tool_output(r.get("output", dict, required=True), r.at("output")),
+        subagent=None if sub is None else _subagent(sub, r.at("subagent")),
     )
+
+
+ITEM_TYPES = ("user", "assistant", "note", "compaction")
 
 
 def _item(data: Any, path: str) -> Item:
@@ -233,6 +296,21 @@ def _item(data: Any, path: str) -> Item:
     if kind == "user":
         r.check_keys(("type", "content"))
         return UserItem(content=r.get("content", str, required=True))
+    if kind == "note":
+        r.check_keys(("type", "kind", "content"))
+        note = r.get("kind", str, required=True)
+        if note not in NOTE_KINDS:
+            raise SessionFormatError(
+                f"{r.at('kind')}: expected one of {', '.join(NOTE_KINDS)}, got {note!r}"
+            )
+        return NoteItem(kind=note, content=r.get("content", str, default=""))
+    if kind == "compaction":
+        r.check_keys(("type", "trigger", "pre_tokens", "summary"))
+        return CompactionItem(
+            trigger=r.get("trigger", str, default=""),
+            pre_tokens=r.count("pre_tokens", default=None),
+            summary=r.get("summary", str, default=""),
+        )
     if kind == "assistant":
         r.check_keys(("type", "content", "usage", "tool_calls"))
         calls = r.get("tool_calls", list, default=[])
@@ -243,7 +321,8 @@ def _item(data: Any, path: str) -> Item:
                 _tool_call(c, f"{r.at('tool_calls')}[{i}]") for i, c in enumerate(calls)
             ),
         )
-    raise SessionFormatError(f"{r.at('type')}: expected 'user' or 'assistant', got {kind!r}")
+    expected = ", ".join(repr(t) for t in ITEM_TYPES)
+    raise SessionFormatError(f"{r.at('type')}: expected one of {expected}, got {kind!r}")
 
 
 _TOP_KEYS = (
@@ -255,6 +334,7 @@ _TOP_KEYS = (
     "invoked_by",
     "model",
     "description",
+    "cwd",
     "items",
 )
 
@@ -287,6 +367,7 @@ def from_data(data: Any) -> RecordedSession:
         invoked_by=invoked_by,
         model=r.get("model", str, default=""),
         description=r.get("description", str, default=""),
+        cwd=r.get("cwd", str, default=""),
         items=tuple(_item(item, f"items[{i}]") for i, item in enumerate(items)),
     )
 
@@ -337,29 +418,57 @@ def _drop_empty(data: Mapping[str, Any], keep: Sequence[str] = ()) -> dict[str, 
     return {k: v for k, v in data.items() if k in keep or v not in (None, "", [], {})}
 
 
+def _call_data(call: ToolCall) -> dict[str, Any]:
+    data = {
+        "id": call.id,
+        "name": call.name,
+        "input": call.input,
+        "output": converter.unstructure(call.output),
+    }
+    if call.subagent is not None:
+        sub = call.subagent
+        data["subagent"] = {"agent_id": sub.agent_id, "items": _items_data(sub.items)}
+    return data
+
+
+def _items_data(items: Sequence[Item]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, UserItem):
+            out.append({"type": "user", "content": item.content})
+        elif isinstance(item, NoteItem):
+            out.append({"type": "note", "kind": item.kind, "content": item.content})
+        elif isinstance(item, CompactionItem):
+            out.append(
+                _drop_empty(
+                    {
+                        "type": "compaction",
+                        "trigger": item.trigger,
+                        "pre_tokens": item.pre_tokens,
+                        "summary": item.summary,
+                    }
+                )
+            )
+        else:
+            usage = _drop_empty(attrs.asdict(item.usage), keep=("input_tokens", "output_tokens"))
+            calls = [_call_data(c) for c in item.tool_calls]
+            out.append(
+                _drop_empty(
+                    {
+                        "type": "assistant",
+                        "content": item.content,
+                        "usage": usage,
+                        "tool_calls": calls,
+                    },
+                    keep=("content",),
+                )
+            )
+    return out
+
+
 def to_data(session: RecordedSession) -> dict[str, Any]:
     """The JSON form, readable back by :func:`from_data` (what an import writes)."""
-    items: list[dict[str, Any]] = []
-    for item in session.items:
-        if isinstance(item, UserItem):
-            items.append({"type": "user", "content": item.content})
-            continue
-        usage = _drop_empty(attrs.asdict(item.usage), keep=("input_tokens", "output_tokens"))
-        calls = [
-            {
-                "id": c.id,
-                "name": c.name,
-                "input": c.input,
-                "output": converter.unstructure(c.output),
-            }
-            for c in item.tool_calls
-        ]
-        items.append(
-            _drop_empty(
-                {"type": "assistant", "content": item.content, "usage": usage, "tool_calls": calls},
-                keep=("content",),
-            )
-        )
+    items = _items_data(session.items)
     auto = _drop_empty(attrs.asdict(session.auto_compact), keep=("enabled",))
     head = {
         "version": VERSION,
@@ -370,6 +479,7 @@ def to_data(session: RecordedSession) -> dict[str, Any]:
         "auto_compact": auto,
         "recipe_name": session.recipe_name,
         "invoked_by": session.invoked_by if session.invoked_by != "main" else "",
+        "cwd": session.cwd,
     }
     return {**_drop_empty(head, keep=("version", "conv_id")), "items": items}
 

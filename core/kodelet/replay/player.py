@@ -9,12 +9,20 @@ Two places where a replay must differ from the recording, and does as a live
 host would: a blocked user message never reaches the model, so the recorded
 turns that answered it are skipped; and after the conversation is compacted
 the recorded context sizes are too large, so later turns are lowered by the
-tokens the compaction freed (estimated at four characters a token).
+tokens the compaction freed (estimated at four characters a token) -- until
+the recording compacts itself, from where its own counts are right again.
+
+Notes (interrupts, command output, a Stop hook's feedback...) join the
+history as the model saw them, without ``user_message_send``. A subagent runs
+while the tool call that started it runs, through its own driver with
+``invoked_by: "subagent"``, as a live host would run it; a blocked call never
+starts it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,14 +31,24 @@ import attrs
 
 from ..events import Event
 from ..host.apply import Applied
-from ..host.driver import Driver, ToolCall, ToolOutcome
+from ..host.driver import Driver, ToolOutcome
+from ..host.driver import ToolCall as DriverCall
 from ..host.session import Session
 from ..payloads import Message, UsageInfo
 from ..recipes.callbacks import CallbackRegistry
 from ..runtime import Runtime
 from ..trace import Dispatch, TraceRecord
 from ..wire import converter
-from .format import AssistantItem, RecordedSession, UserItem
+from .format import (
+    AssistantItem,
+    CompactionItem,
+    Item,
+    NoteItem,
+    RecordedSession,
+    Subagent,
+    ToolCall,
+    UserItem,
+)
 
 CHARS_PER_TOKEN = 4
 
@@ -45,13 +63,22 @@ class Effect:
 
 @attrs.define(kw_only=True)
 class Step:
-    """One fired event: the hooks that answered it and what the host did about it."""
+    """One fired event (the hooks that answered it and what the host did about it),
+    or, with ``event`` None, a note: something in the recording that fires no event.
+
+    ``ref`` names the recorded thing the step is about (a tool call's id, an
+    item's index) so two replays of one session can be matched step by step;
+    ``agent`` is the subagent's id for steps a subagent fired.
+    """
 
     turn: int
-    event: Event
+    event: Event | None
     subject: str
     hooks: tuple[TraceRecord, ...] = ()
     effects: list[Effect] = attrs.field(factory=list)
+    note: str = ""
+    ref: str = ""
+    agent: str = ""
 
     @property
     def duration(self) -> float:
@@ -100,16 +127,26 @@ class Player:
         name: str = "session",
         registry: CallbackRegistry | None = None,
         on_step: Callable[[Step], None] | None = None,
+        cwd: str | None = None,
+        agent: str = "",
     ) -> None:
+        """``cwd`` is the payloads' ``cwd``. By default the recorded one where it exists on
+        this machine, else the runtime's: executable hooks run in the payload's cwd, and a
+        directory from someone else's machine would make every one of them fail."""
         self.runtime = runtime
         self.recorded = session
         self.name = name
         self.on_step = on_step
+        self.registry = registry
+        self.agent = agent
+        recorded_cwd = session.cwd if session.cwd and os.path.isdir(session.cwd) else None
+        self.cwd = cwd if cwd is not None else recorded_cwd
         self._dispatches: list[Dispatch] = []
         self.session = Session(
             runtime,
             conv_id=session.conv_id,
-            invoked_by=session.invoked_by,
+            cwd=self.cwd,
+            invoked_by="subagent" if agent else session.invoked_by,
             recipe_name=session.recipe_name,
             on_dispatch=self._dispatches.append,
         )
@@ -122,6 +159,7 @@ class Player:
         )
         self.steps: list[Step] = []
         self._freed = 0
+        self._ref = ""
 
     def _take(self) -> list[Dispatch]:
         """The dispatches the driver made since the last call, oldest first."""
@@ -143,7 +181,12 @@ class Player:
             subject=subject,
             hooks=dispatch.trace if dispatch is not None else (),
             effects=effects,
+            ref=self._ref,
+            agent=self.agent,
         )
+        self._add(step)
+
+    def _add(self, step: Step) -> None:
         self.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
@@ -153,25 +196,66 @@ class Player:
         replay = Replay(
             name=self.name, session=self.recorded, steps=self.steps, hook_order=self._hook_order()
         )
+        self._play(replay, self.recorded.items, "")
+        replay.final_messages = len(self.driver.messages)
+        replay.wall_time = time.perf_counter() - started
+        return replay
+
+    def _play(self, replay: Replay, items: tuple[Item, ...], prefix: str) -> None:
         skipping = False
-        items = self.recorded.items
         for index, item in enumerate(items):
+            self._ref = f"{prefix}{index}"
             if isinstance(item, UserItem):
                 skipping = not self._user(item, _answers(items, index))
+            elif isinstance(item, NoteItem):
+                self._note(item)
+            elif isinstance(item, CompactionItem):
+                self._recorded_compaction(item)
             elif skipping:
                 replay.turns_skipped += 1
             else:
                 replay.turns += 1
                 replay.tool_calls += len(item.tool_calls)
-                self._turn(item)
-        replay.final_messages = len(self.driver.messages)
-        replay.wall_time = time.perf_counter() - started
-        return replay
+                self._turn(item, replay)
 
     def _hook_order(self) -> dict[str, list[str]]:
         return {e.value: [h.name for h in self.runtime.hooks(e)] for e in Event}
 
     # -- items -----------------------------------------------------------------
+
+    def _note(self, item: NoteItem) -> None:
+        self.driver.add_user_message(item.content)
+        turn = self.driver.turn_number
+        self._add(
+            Step(
+                turn=turn,
+                event=None,
+                subject=" ".join(item.content.split()),
+                note=item.kind,
+                ref=self._ref,
+                agent=self.agent,
+            )
+        )
+
+    def _recorded_compaction(self, item: CompactionItem) -> None:
+        """The recording compacted itself: its history is now the summary, and its later
+        token counts are right as recorded, whatever the replay freed before."""
+        self.driver.replace_messages(
+            [Message(role="user", content=item.summary)] if item.summary else []
+        )
+        self._freed = 0
+        before = f", {item.pre_tokens} tokens before" if item.pre_tokens is not None else ""
+        trigger = item.trigger or "unknown trigger"
+        self._add(
+            Step(
+                turn=self.driver.turn_number,
+                event=None,
+                subject=f"the recorded agent compacted its context ({trigger}{before})",
+                note="recorded-compaction",
+                ref=self._ref,
+                agent=self.agent,
+            )
+        )
 
     def _user(self, item: UserItem, answers: int) -> bool:
         turn = self.driver.turn_number + 1
@@ -186,18 +270,22 @@ class Player:
         )
         return outcome.sent
 
-    def _turn(self, item: AssistantItem) -> None:
-        calls = [ToolCall(id=c.id, name=c.name, input=c.input) for c in item.tool_calls]
+    def _turn(self, item: AssistantItem, replay: Replay) -> None:
+        calls = [DriverCall(id=c.id, name=c.name, input=c.input) for c in item.tool_calls]
         turn = self.driver.begin_turn(item.content, calls)
+        item_ref = self._ref
         for recorded in item.tool_calls:
+            self._ref = f"{item_ref}:{recorded.id}"
+            nested: list[Step] = []
             outcome = self.driver.call_tool(
                 recorded.name,
                 recorded.input,
                 recorded.id,
-                run=lambda _input, out=recorded.output: out,  # type: ignore[misc]
+                run=lambda _input, call=recorded, out=nested: self._run(call, out, replay),  # type: ignore[misc]
                 timestamp=recorded.output.timestamp,
             )
-            self._tool_steps(turn, recorded.input, outcome)
+            self._tool_steps(turn, recorded.input, outcome, nested)
+        self._ref = item_ref
         usage = self._usage(item)
         before = len(self.driver.messages)
         result = self.driver.end_turn(usage)
@@ -218,7 +306,28 @@ class Player:
             effects += [Effect(kind="follow-up", detail=one_line(t)) for t in stop.follow_ups]
             self._step(turn, Event.AGENT_STOP, f"{before} messages", _only(self._take()), effects)
 
-    def _tool_steps(self, turn: int, original: dict[str, Any], outcome: ToolOutcome) -> None:
+    def _run(self, call: ToolCall, nested: list[Step], replay: Replay) -> Any:
+        """The recorded output; a subagent the call started plays first, into ``nested``."""
+        if call.subagent is not None:
+            self._subagent(call.subagent, call.id, nested, replay)
+        return call.output
+
+    def _subagent(self, sub: Subagent, call_id: str, nested: list[Step], replay: Replay) -> None:
+        recorded = attrs.evolve(self.recorded, items=sub.items, invoked_by="subagent")
+        player = Player(
+            self.runtime,
+            recorded,
+            name=self.name,
+            registry=self.registry,
+            on_step=nested.append,
+            cwd=self.cwd,
+            agent=sub.agent_id or call_id,
+        )
+        player._play(replay, sub.items, f"{self._ref}>")
+
+    def _tool_steps(
+        self, turn: int, original: dict[str, Any], outcome: ToolOutcome, nested: list[Step]
+    ) -> None:
         before, after = self._take()
         effects: list[Effect] = []
         if outcome.blocked:
@@ -228,6 +337,8 @@ class Player:
             effects.append(Effect(kind="input-rewritten", detail=_json(outcome.input)))
         name = outcome.tool_name
         self._step(turn, Event.BEFORE_TOOL_CALL, call_subject(name, original), before, effects)
+        for step in nested:
+            self._add(step)
         out = outcome.output
         status = "ok" if out.success else f"error: {out.error or ''}"
         effects = []
@@ -264,13 +375,13 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _answers(items: tuple[UserItem | AssistantItem, ...], index: int) -> int:
+def _answers(items: tuple[Item, ...], index: int) -> int:
     """How many recorded turns answer the user message at ``index``."""
     count = 0
     for item in items[index + 1 :]:
         if isinstance(item, UserItem):
             break
-        count += 1
+        count += isinstance(item, AssistantItem)
     return count
 
 

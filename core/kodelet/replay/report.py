@@ -37,6 +37,7 @@ EFFECT_STYLES = {
     "follow-up": "cyan",
     "warning": "magenta",
 }
+NOTE_STYLE = "blue"
 
 # Summary counter -> the effect kind it counts.
 EFFECT_COUNTS = {
@@ -58,14 +59,17 @@ def summary(replay: Replay) -> dict[str, Any]:
     outcomes: Counter[str] = Counter()
     effects: Counter[str] = Counter()
     hook_time = 0.0
+    notes: Counter[str] = Counter()
     for step in replay.steps:
+        if step.event is None:
+            notes[step.note] += 1
         for record in step.hooks:
             outcomes[record.outcome.value] += 1
             hook_time += record.duration
         for effect in step.effects:
             effects[effect.kind] += 1
     data: dict[str, Any] = {
-        "events": len(replay.steps),
+        "events": len(replay.steps) - sum(notes.values()),
         "hook_calls": sum(outcomes.values()),
         "turns": replay.turns,
         "turns_skipped": replay.turns_skipped,
@@ -74,6 +78,8 @@ def summary(replay: Replay) -> dict[str, Any]:
     data.update({key: effects[kind] for key, kind in EFFECT_COUNTS.items()})
     data["hook_failures"] = outcomes[Outcome.ERROR.value]
     data["outcomes"] = {o.value: outcomes[o.value] for o in Outcome}
+    data["notes"] = dict(sorted(notes.items()))
+    data["subagent_events"] = sum(1 for s in replay.steps if s.agent and s.event is not None)
     data["final_messages"] = replay.final_messages
     data["total_hook_time_ms"] = _ms(hook_time)
     data["wall_time_ms"] = _ms(replay.wall_time)
@@ -81,13 +87,21 @@ def summary(replay: Replay) -> dict[str, Any]:
 
 
 def step_json(index: int, step: Step) -> dict[str, Any]:
+    if step.event is None:
+        note: dict[str, Any] = {"step": index, "turn": step.turn, "note": step.note}
+        if step.agent:
+            note["agent"] = step.agent
+        note["subject"] = step.subject
+        return note
     data: dict[str, Any] = {
         "step": index,
         "turn": step.turn,
         "event": step.event.value,
-        "subject": step.subject,
-        "hooks": [r.to_json() for r in step.hooks],
     }
+    if step.agent:
+        data["agent"] = step.agent
+    data["subject"] = step.subject
+    data["hooks"] = [r.to_json() for r in step.hooks]
     if step.effects:
         data["effects"] = [{"kind": e.kind, "detail": e.detail} for e in step.effects]
     data["duration_ms"] = _ms(step.duration)
@@ -95,7 +109,9 @@ def step_json(index: int, step: Step) -> dict[str, Any]:
 
 
 def acted(step: Step) -> bool:
-    """Whether any hook did something at this step, or the host did because of one."""
+    """Whether a hook did something at this step (what ``--only-acted`` keeps)."""
+    if step.event is None:
+        return False
     return bool(step.effects) or any(r.outcome is not Outcome.NO_ACTION for r in step.hooks)
 
 
@@ -104,21 +120,28 @@ def to_json(replay: Replay, *, only_acted: bool = False) -> dict[str, Any]:
     auto: dict[str, Any] = {"enabled": s.auto_compact.enabled}
     if s.auto_compact.threshold is not None:
         auto["threshold"] = s.auto_compact.threshold
+    session: dict[str, Any] = {
+        "name": replay.name,
+        "conv_id": s.conv_id,
+        "model": s.model,
+        "max_context_window": s.max_context_window,
+        "auto_compact": auto,
+        "recipe_name": s.recipe_name,
+        "items": len(s.items),
+    }
+    if s.invoked_by != "main":
+        session["invoked_by"] = s.invoked_by
+    if s.cwd:
+        session["cwd"] = s.cwd
+    if s.warnings:
+        session["warnings"] = list(s.warnings)
     return {
-        "session": {
-            "name": replay.name,
-            "conv_id": s.conv_id,
-            "model": s.model,
-            "max_context_window": s.max_context_window,
-            "auto_compact": auto,
-            "recipe_name": s.recipe_name,
-            "items": len(s.items),
-        },
+        "session": session,
         "hooks": replay.hook_order,
         "timeline": [
             step_json(i, step)
             for i, step in enumerate(replay.steps, 1)
-            if acted(step) or not only_acted
+            if not only_acted or acted(step)
         ],
         "summary": summary(replay),
     }
@@ -168,13 +191,29 @@ def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = Fa
         turn = str(step.turn) if step.turn != last_turn else ""
         last_turn = step.turn
         first = True
+        if step.event is None:
+            table.add_row(
+                turn,
+                Text("note", style=NOTE_STYLE),
+                Text("recording", style="dim"),
+                Text(step.note, style=NOTE_STYLE),
+                "",
+                _one_line(step.subject),
+            )
+            continue
+        label = ("↳ " if step.agent else "") + step.event.value
         subject: str | None = step.subject
 
         def row(
-            hook: Text | str, outcome: Text, time: str, detail: Text | str, *, _step: Step = step
+            hook: Text | str,
+            outcome: Text,
+            time: str,
+            detail: Text | str,
+            *,
+            _label: str = label,
         ) -> None:
             nonlocal first, turn
-            event = Text(_step.event.value) if first else Text("")
+            event = Text(_label) if first else Text("")
             table.add_row(turn, event, _one_line(hook), outcome, time, _one_line(detail))
             first, turn = False, ""
 
@@ -224,6 +263,7 @@ SUMMARY_LABELS = {
     "compactions": "compactions",
     "warnings": "warnings",
     "hook_failures": "hook failures",
+    "subagent_events": "events fired by subagents",
     "final_messages": "messages at the end",
 }
 
@@ -242,6 +282,10 @@ def summary_table(data: dict[str, Any]) -> Table:
         elif value and key in ("hook_failures", "warnings"):
             style = "bold magenta"
         table.add_row(label, Text(str(value), style=style))
+    notes = data.get("notes") or {}
+    if notes:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in notes.items())
+        table.add_row("notes in the recording", kinds)
     table.add_row("total hook time", f"{data['total_hook_time_ms']:.1f} ms")
     return table
 
@@ -259,6 +303,8 @@ def render(
         head += f", context window {s.max_context_window}"
     if s.auto_compact.enabled:
         head += f", auto-compact at {s.auto_compact.threshold or 0.8:.0%}"
+    if s.invoked_by != "main":
+        head += f", invoked by {s.invoked_by}"
     console.print(head)
     for event, names in replay.hook_order.items():
         console.print(f"  {event}: {', '.join(names) if names else '[dim](none)[/]'}")

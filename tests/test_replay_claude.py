@@ -1,0 +1,373 @@
+"""Claude Code transcripts replay as recorded: compactions, notes, Stop-hook feedback,
+subagents, bad lines, non-text content, format detection, the payload cwd and --save.
+
+Real transcripts come from tests/fixtures/claude_transcripts (sources in SOURCES.md there);
+the two things no public transcript shows (a Stop hook's feedback line, image blocks) are
+built here line by line, in the shape Claude Code writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from kodelet import hookimpl
+from kodelet.payloads import Message, UsageInfo
+from kodelet.recipes.callbacks import CallbackRegistry
+from kodelet.replay.claude import import_file, import_lines
+from kodelet.replay.format import AutoCompact, CompactionItem, NoteItem, UserItem, loads
+from kodelet.replay.player import Player, Replay
+from kodelet.runtime import Runtime
+from kodelet.testing import write_hook
+
+from tests.test_replay import PY, kodelet, replay_json, without_timings
+
+# Public Claude Code transcripts (marot/spotter, MIT) are not kept in this repository:
+# point KODELET_CLAUDE_TRANSCRIPTS at a local copy of them to run these tests.
+REAL = Path(os.environ.get("KODELET_CLAUDE_TRANSCRIPTS", "/nonexistent")) / "marot__spotter"
+needs_real = pytest.mark.skipif(
+    not REAL.is_dir(), reason="public transcripts not present (KODELET_CLAUDE_TRANSCRIPTS)"
+)
+BIG = REAL / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+AGENT = REAL / "8463c716-a2ea-4c14-9efa-87158ebd9f20" / "subagents" / "agent-a7be2f0.jsonl"
+TOOL_HEAVY = REAL / "tool_heavy.jsonl"
+SHORT = REAL / "short.jsonl"
+COMMANDS = REAL / "subagent.jsonl"
+
+
+class Seen:
+    """A native plugin that keeps what the hooks were shown."""
+
+    def __init__(self) -> None:
+        self.prompts: list[tuple[str, str]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.usage: list[UsageInfo] = []
+        self.cwds: set[str] = set()
+
+    @hookimpl
+    def user_message_send(self, message: str, invoked_by: str, cwd: str) -> None:
+        self.prompts.append((invoked_by, message))
+        self.cwds.add(cwd)
+
+    @hookimpl
+    def before_tool_call(self, tool_name: str, invoked_by: str) -> None:
+        self.calls.append((invoked_by, tool_name))
+
+    @hookimpl
+    def after_turn(self, usage: UsageInfo, messages: list[Message] | None) -> None:
+        self.usage.append(usage)
+
+
+def play(session: Any, tmp_path: Path, seen: Seen | None = None) -> Replay:
+    plugins = [("seen", seen)] if seen is not None else []
+    with Runtime(cwd=tmp_path, entry_points=False, plugins=plugins) as rt:
+        player = Player(rt, session, registry=CallbackRegistry.default(rt.places, env={}))
+        return player.play()
+
+
+def line(kind: str, content: Any, **extra: Any) -> str:
+    entry: dict[str, Any] = {"type": kind, "sessionId": "s1", "cwd": "/nowhere", **extra}
+    if kind == "assistant":
+        entry["message"] = {"id": extra.pop("mid", f"m{len(content)}"), "role": kind}
+        entry["message"]["content"] = content
+        entry.pop("mid", None)
+    else:
+        entry["message"] = {"role": kind, "content": content}
+    return json.dumps(entry)
+
+
+# -- 1. a recorded compaction resets the replay's accounting -------------------------------
+
+
+@needs_real
+def test_token_counts_after_a_recorded_compaction_are_the_recorded_ones(tmp_path: Path) -> None:
+    session = import_file(BIG)
+    (boundary,) = [i for i in session.items if isinstance(i, CompactionItem)]
+    assert boundary.trigger == "auto" and boundary.pre_tokens == 167731
+    assert boundary.summary.startswith("This session is being continued")
+    seen = Seen()
+    replay = play(session, tmp_path, seen)
+    notes = [i for i, s in enumerate(replay.steps) if s.note == "recorded-compaction"]
+    compacted = [
+        i for i, s in enumerate(replay.steps) if any(e.kind == "compacted" for e in s.effects)
+    ]
+    # The replay's own trigger fired first (at 80% of 200k), then the recording compacted.
+    assert len(notes) == 1 and compacted and compacted[0] < notes[0]
+    main = [s for s in replay.steps if s.event is not None and s.event.value == "after_turn"]
+    main = [s for s in main if not s.agent]
+    turn_of_note = replay.steps[notes[0]].turn
+    after = [s for s in main if s.turn > turn_of_note]
+    counts = [int(s.subject.split()[1].split("/")[0]) for s in after]
+    assert counts and all(c > 0 for c in counts)
+    assert counts[0] > 42_000  # the first recorded turn after the boundary: 42,603 prompt tokens
+    assert max(counts) > 80_000  # and the count grows again as recorded
+
+
+@needs_real
+def test_the_trigger_fires_again_after_a_recorded_compaction(tmp_path: Path) -> None:
+    """With the threshold at 25% (50k tokens) the recording crosses it on both sides of its
+    own compaction, and the built-in fires on both sides."""
+    session = attrs.evolve(import_file(BIG), auto_compact=AutoCompact(enabled=True, threshold=0.25))
+    replay = play(session, tmp_path)
+    note = next(i for i, s in enumerate(replay.steps) if s.note == "recorded-compaction")
+    fired = [
+        i
+        for i, s in enumerate(replay.steps)
+        if not s.agent and any(e.kind == "compacted" for e in s.effects)
+    ]
+    assert any(i < note for i in fired) and any(i > note for i in fired)
+
+
+@needs_real
+def test_cli_shows_the_recorded_compaction_and_nonzero_context_after_it(project: Path) -> None:
+    data = replay_json(project, str(BIG))
+    timeline = data["timeline"]
+    note = next(i for i, s in enumerate(timeline) if s.get("note") == "recorded-compaction")
+    assert "167731 tokens before" in timeline[note]["subject"]
+    after = [s for s in timeline[note:] if s.get("event") == "after_turn" and "agent" not in s]
+    assert after and all(not s["subject"].startswith("context 0/") for s in after)
+    assert data["summary"]["compactions"] == 1  # the replay's own, before the recorded one
+
+
+# -- 2. notes are not prompts --------------------------------------------------------------
+
+
+@needs_real
+def test_interrupts_commands_and_the_compact_summary_never_fire_user_message_send(
+    tmp_path: Path,
+) -> None:
+    seen = Seen()
+    play(import_file(TOOL_HEAVY), tmp_path, seen)
+    assert seen.prompts == [
+        ("main", "start phoenix in background"),
+        (
+            "main",
+            "scrolling back in xterm.js still does not work (maybe because outer web catches "
+            "it)? websearch xterm.js tmux interactions",
+        ),
+    ]
+    kinds = [i.kind for i in import_file(TOOL_HEAVY).items if isinstance(i, NoteItem)]
+    assert kinds.count("interrupt") == 2 and "command" in kinds and "command-output" in kinds
+
+    seen = Seen()
+    play(import_file(BIG), tmp_path, seen)
+    mains = [m for who, m in seen.prompts if who == "main"]
+    assert len(mains) == 1 and mains[0].startswith("Work on bead spotter-fum")
+
+
+@needs_real
+def test_notes_show_in_the_timeline_as_what_they_are(project: Path) -> None:
+    data = replay_json(project, str(COMMANDS))
+    notes = [s["note"] for s in data["timeline"] if "note" in s]
+    assert notes[:2] == ["command", "meta"] and "interrupt" in notes
+    assert data["summary"]["notes"] == {"command": 1, "interrupt": 1, "meta": 1}
+    proc = kodelet("--cwd", str(project), "replay", str(TOOL_HEAVY), env={"COLUMNS": "160"})
+    assert proc.returncode == 0, proc.stderr
+    assert "note" in proc.stdout and "interrupt" in proc.stdout
+    assert "command-output" in proc.stdout
+
+
+# -- 3. a Stop hook's feedback -------------------------------------------------------------
+
+
+def stop_feedback_lines() -> list[str]:
+    return [
+        line("user", "Add a changelog entry."),
+        line("assistant", [{"type": "text", "text": "Done."}], mid="a1"),
+        line(
+            "user",
+            "Stop hook feedback:\n[~/.claude/hooks/check.sh]: CHANGELOG.md is not staged",
+            isMeta=True,
+        ),
+        line("assistant", [{"type": "text", "text": "Staged it now."}], mid="a2"),
+    ]
+
+
+def test_stop_hook_feedback_shows_between_the_two_turns(project: Path) -> None:
+    path = project / "stopped.jsonl"
+    path.write_text("\n".join(stop_feedback_lines()) + "\n")
+    data = replay_json(project, str(path))
+    shown = [(s.get("event") or "note:" + s["note"]) for s in data["timeline"]]
+    assert shown == [
+        "user_message_send",
+        "after_turn",
+        "agent_stop",
+        "note:stop-hook-feedback",
+        "after_turn",
+        "agent_stop",
+    ]
+    feedback = data["timeline"][3]
+    assert "CHANGELOG.md is not staged" in feedback["subject"]
+
+
+# -- 4. subagents --------------------------------------------------------------------------
+
+
+@needs_real
+def test_subagent_calls_inside_a_session_reach_before_tool_call(tmp_path: Path) -> None:
+    seen = Seen()
+    play(import_file(BIG), tmp_path, seen)
+    sub = [name for who, name in seen.calls if who == "subagent"]
+    assert len(sub) == 19 and set(sub) <= {"file_read", "glob_tool", "grep_tool", "bash"}
+    assert ("subagent", "Explore the Tmux module and test setup in the spotter project.")[0] in {
+        who for who, _ in seen.prompts
+    }
+
+
+@needs_real
+def test_a_subagent_file_replays_on_its_own(project: Path) -> None:
+    data = replay_json(project, str(AGENT))
+    assert data["session"]["invoked_by"] == "subagent"
+    events = [s.get("event") for s in data["timeline"]]
+    assert events.count("before_tool_call") == 19 and events.count("user_message_send") == 1
+
+
+@needs_real
+def test_a_blocked_task_call_never_starts_its_subagent(project: Path) -> None:
+    write_hook(
+        project / ".kodelet" / "hooks",
+        "no-subagents",
+        f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("before_tool_call"); sys.exit(0)
+if json.load(sys.stdin)["tool_name"] == "subagent":
+    print(json.dumps({{"blocked": True, "reason": "no subagents here"}}))
+""",
+    )
+    data = replay_json(project, str(BIG))
+    assert data["summary"]["calls_blocked"] == 1
+    assert data["summary"]["subagent_events"] == 0
+    assert not any("agent" in s for s in data["timeline"])
+
+
+# -- 5. bad lines --------------------------------------------------------------------------
+
+
+@needs_real
+def test_a_cut_off_and_a_malformed_line_are_skipped_with_a_warning(project: Path) -> None:
+    lines = SHORT.read_text().splitlines()
+    lines.insert(2, '{"type": "user", "message": ')  # a broken line in the middle
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]  # the file cut off mid-line
+    path = project / "cut.jsonl"
+    path.write_text("\n".join(lines))
+    proc = kodelet("--cwd", str(project), "replay", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"kodelet: warning: {path}: skipped lines 3, 16: not valid JSON"
+    ]
+    data = json.loads(proc.stdout)
+    assert data["summary"]["tool_calls"] == 2
+    assert data["session"]["warnings"] == [f"{path}: skipped lines 3, 16: not valid JSON"]
+
+
+def test_nothing_usable_is_one_line_and_exit_2(project: Path) -> None:
+    path = project / "junk.jsonl"
+    path.write_text('{"type": "user"}\nnot json\n')
+    proc = kodelet("--cwd", str(project), "replay", str(path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"kodelet: error: {path}: no user or assistant messages found (skipped line 1: user "
+        "line without a message object; skipped line 2: not valid JSON)"
+    ]
+
+
+# -- 6. content that is not text -----------------------------------------------------------
+
+
+def test_images_and_text_beside_a_tool_result_leave_placeholders() -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "x"}}
+    session = import_lines(
+        [
+            line("user", [image]),
+            line(
+                "assistant",
+                [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.png"}}],
+                mid="a1",
+            ),
+            line(
+                "user",
+                [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [image]},
+                    {"type": "text", "text": "and look at this too"},
+                ],
+            ),
+        ],
+        "images.jsonl",
+    )
+    assert session.items[0] == UserItem(content="[image: image/png]")
+    (call,) = session.turns[0].tool_calls
+    assert (call.output.metadata or {})["content"] == "[image: image/png]"
+    assert session.items[2] == UserItem(content="and look at this too")
+
+
+# -- 7. format by content, the recorded cwd ------------------------------------------------
+
+
+@needs_real
+def test_a_transcript_replays_without_from_claude(project: Path) -> None:
+    data = replay_json(project, str(SHORT))
+    assert data["session"]["conv_id"] == import_file(SHORT).conv_id
+    saved = project / "short.json"
+    proc = kodelet("--cwd", str(project), "replay", str(SHORT), "--save", str(saved))
+    assert proc.returncode == 0, proc.stderr
+    forced = kodelet("--cwd", str(project), "replay", "--from-claude", str(saved))
+    assert forced.returncode == 2  # the override reads JSON lines, whatever the content
+    assert "no user or assistant messages found" in forced.stderr
+
+
+CWD_HOOK = f"""#!{PY}
+import json, sys
+if sys.argv[1] == "hook":
+    print("user_message_send"); sys.exit(0)
+print(json.dumps({{"blocked": True, "reason": "cwd=" + json.load(sys.stdin)["cwd"]}}))
+"""
+
+
+@pytest.mark.parametrize("which", ["recorded", "missing", "flag"])
+def test_payload_cwd_is_the_recorded_one_where_it_exists(
+    project: Path, tmp_path: Path, which: str
+) -> None:
+    write_hook(project / ".kodelet" / "hooks", "cwd", CWD_HOOK)
+    recorded = tmp_path / "recorded-here"
+    recorded.mkdir()
+    cwd = str(recorded) if which != "missing" else "/home/someone-else/src/app"
+    entry = json.loads(line("user", "hello"))
+    entry["cwd"] = cwd
+    path = project / "cwd.jsonl"
+    path.write_text(json.dumps(entry) + "\n")
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    flag = ["--payload-cwd", str(chosen)] if which == "flag" else []
+    data = replay_json(project, str(path), *flag)
+    reason = data["timeline"][0]["hooks"][0]["detail"]
+    expected = {"recorded": str(recorded), "missing": str(project), "flag": str(chosen)}
+    assert reason == f"cwd={expected[which]}"
+
+
+# -- 8. --save -----------------------------------------------------------------------------
+
+
+@needs_real
+def test_save_writes_a_session_file_that_replays_the_same(project: Path) -> None:
+    out = project / "fixture.json"
+    first = replay_json(project, "--from-claude", str(COMMANDS), "--save", str(out))
+    saved = loads(out.read_text())
+    assert saved == import_file(COMMANDS)
+    second = replay_json(project, str(out))
+    assert without_timings(second["timeline"]) == without_timings(first["timeline"])
+    assert second["summary"]["subagent_events"] == first["summary"]["subagent_events"] > 0
+
+
+@needs_real
+def test_payload_cwd_must_be_a_directory_here(project: Path) -> None:
+    """Executable hooks run in the payload's cwd: a missing one would fail every hook."""
+    proc = kodelet("--cwd", str(project), "replay", str(SHORT), "--payload-cwd", "/no/such/dir")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "kodelet: error: --payload-cwd /no/such/dir: not a directory"
+    ]
