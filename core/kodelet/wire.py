@@ -16,11 +16,27 @@ from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
+from .bounds import MAX_DEPTH, MAX_SIZE, BoundsError, check_bounds, check_model
 from .events import Event
 from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
 from .results import RESULT_TYPES
 
 T = TypeVar("T")
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SIZE",
+    "BoundsError",
+    "WireError",
+    "check_bounds",
+    "check_payload",
+    "converter",
+    "payload_from_wire",
+    "payload_to_wire",
+    "result_from_wire",
+    "result_to_wire",
+    "structure",
+]
 
 
 class WireError(ValueError):
@@ -101,6 +117,16 @@ converter = _make_converter()
 
 def _drop_nones(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
+
+
+def check_payload(payload: BasePayload) -> bool:
+    """Refuse a payload over the bounds before any hook sees it (:mod:`kodelet.bounds`).
+
+    Raises :class:`BoundsError` (a ``ValueError``) naming the limit and the path,
+    e.g. ``payload.tool_input.a.a.…: nested deeper than 64 levels``. Returns True
+    when the payload is plain (ASCII strings, flat dicts): a shallow copy of its
+    dicts is then a deep one."""
+    return check_model(payload, "payload")
 
 
 def payload_to_wire(payload: BasePayload) -> dict[str, Any]:

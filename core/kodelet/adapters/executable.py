@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import jsonio
 from ..config import DEFAULT_TIMEOUT
 from ..events import Event
 from ..markers import hookimpl
@@ -29,7 +30,10 @@ class HookFailure(Exception):
 
 
 def parse_answer(data: bytes, *, note: str = "", empty: str | None = None) -> Any:
-    """A hook's answer as JSON; blank means no action unless ``empty`` says why it may not be."""
+    """A hook's answer as JSON; blank means no action unless ``empty`` says why it may not be.
+
+    Parsed strictly (:func:`kodelet.jsonio.loads`): a duplicate key, NaN, a lone
+    surrogate or nesting past the payload bounds is this hook's failure."""
     try:
         text = data.decode("utf-8").strip()
     except UnicodeDecodeError:
@@ -39,10 +43,12 @@ def parse_answer(data: bytes, *, note: str = "", empty: str | None = None) -> An
             raise HookFailure(empty)
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        snippet = text[:80].replace("\n", " ")
-        raise HookFailure(f"output is not JSON ({exc.msg}): {snippet!r}") from None
+        return jsonio.loads(text, "output")
+    except jsonio.JSONError as exc:
+        if exc.syntax:
+            snippet = text[:80].replace("\n", " ")
+            raise HookFailure(f"{exc}: {snippet!r}") from None
+        raise HookFailure(str(exc)) from None
 
 
 class ExecutableHook:
