@@ -71,7 +71,7 @@ def _atom_size(value: Any, json_only: bool, node: _Node | None, key: Any) -> int
             raise _Over(node, key, f"an integer over {_INT_BITS} bits")
         return int(value.bit_length()) // 3 + 2
     if kind is float:
-        if not math.isfinite(value):
+        if json_only and not math.isfinite(value):
             raise _Over(node, key, f"{value!r}, which is not a JSON number")
         return 25
     # Subclasses (str and int enums) print as the plain value.
@@ -129,7 +129,7 @@ def check_bounds(
     ``depth`` is how many levels already enclose ``data`` (1 for a rewritten
     ``input``, which replaces a field of the payload). attrs instances count as
     objects, so a payload model can be checked as it is. ``json_only=False``
-    lets other atoms through (TOML dates), still bounded. Returns the size."""
+    lets other atoms through (TOML dates, NaN), still bounded. Returns the size."""
     if max_depth == MAX_DEPTH and max_size == MAX_SIZE and depth < MAX_DEPTH - 1:
         size = _quick(data, depth)
         if size is not None:

@@ -117,22 +117,33 @@ def read_file(path: str | os.PathLike[str], what: str = "file", *, cap: int = FI
         raise FileError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise FileError(f"{path}: is a directory, not {what}")
         if not stat.S_ISREG(st.st_mode):
-            raise FileError(f"{path}: not a regular file; {what} must be one")
+            raise FileError(f"{path}: cannot read {what}: {_kind(st.st_mode)}")
         if st.st_size > cap:
-            raise FileError(f"{path}: {what} is larger than {cap} bytes")
-        return _read_capped(lambda n: os.read(fd, n), cap, f"{path}: {what}")
+            raise FileError(f"{path}: cannot read {what}: larger than {cap} bytes")
+        return _read_capped(lambda n: os.read(fd, n), cap, f"{path}: cannot read {what}:")
     except OSError as exc:
         raise FileError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return f"not a regular file ({name})"
+    return "not a regular file"
+
+
 def read_stream(stream: IO[bytes], what: str = "input", *, cap: int = FILE_CAP) -> bytes:
     """At most ``cap`` bytes from a binary stream (stdin), or :class:`FileError`."""
-    return _read_capped(stream.read, cap, what)
+    return _read_capped(stream.read, cap, f"cannot read {what}:")
 
 
 def _read_capped(read: Any, cap: int, what: str) -> bytes:
@@ -143,7 +154,7 @@ def _read_capped(read: Any, cap: int, what: str) -> bytes:
             return bytes(out)
         out += chunk
         if len(out) > cap:
-            raise FileError(f"{what} is larger than {cap} bytes")
+            raise FileError(f"{what} larger than {cap} bytes")
 
 
 def load_file(
