@@ -218,3 +218,50 @@ def test_any_hostile_file_is_read_or_refused_in_one_line(
     else:
         assert kind == "regular"
         check_bounds(value)
+
+
+# -- the same reader for replay files, manifests and payloads ---------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep", "huge"])
+def test_hostile_replay_files_are_one_line_errors(tmp_path: Path, kind: str) -> None:
+    from kodelet.replay.claude import import_file
+    from kodelet.replay.format import SessionFormatError, load
+
+    path = tmp_path / "session.json"
+    make(path, kind, b"")
+    for reader in (load, import_file):
+        with pytest.raises(SessionFormatError) as info:
+            reader(path)
+        assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "deep", "huge"])
+def test_hostile_manifests_are_reported_not_raised(tmp_path: Path, kind: str) -> None:
+    from kodelet import repos
+
+    plugin = tmp_path / "plugins" / "acme@tools"
+    plugin.mkdir(parents=True)
+    make(plugin / repos.MANIFEST, kind, b"")
+    got = repos.read_repo(plugin, "local")
+    assert got.manifest is None and got.error is not None
+    assert got.error.startswith("unreadable manifest") and "\n" not in got.error
+
+
+def test_unknown_payload_fields(caplog: pytest.LogCaptureFixture) -> None:
+    """Unknown fields in a payload: an error when a person wrote it (strict), dropped
+    with a warning naming them when a host sent it (a newer host keeps working)."""
+    from kodelet.events import Event
+    from kodelet.wire import WireError, payload_from_wire
+
+    data = {"tool_name": "bash", "tool_inptu": {"command": "rm -rf /"}}
+    with pytest.raises(WireError, match=r"payload: unknown field 'tool_inptu' \(known: "):
+        payload_from_wire(Event.BEFORE_TOOL_CALL, data, strict=True)
+    out = {"toolName": "bash", "success": True, "extra": 1}
+    with pytest.raises(WireError, match=r"payload\.tool_output: unknown field 'extra'"):
+        payload_from_wire(
+            Event.AFTER_TOOL_CALL, {"tool_name": "x", "tool_output": out}, strict=True
+        )
+    payload = payload_from_wire(Event.BEFORE_TOOL_CALL, data)
+    assert payload.tool_input == {}  # type: ignore[attr-defined]
+    assert "payload: unknown field 'tool_inptu' ignored" in caplog.text

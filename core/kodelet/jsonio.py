@@ -36,9 +36,10 @@ class JSONError(ValueError):
 
     ``syntax`` is True when the text does not even parse (a caller may then quote it)."""
 
-    def __init__(self, message: str, *, syntax: bool = False) -> None:
+    def __init__(self, message: str, *, syntax: bool = False, detail: str = "") -> None:
         super().__init__(message)
         self.syntax = syntax
+        self.detail = detail
 
 
 class FileError(ValueError):
@@ -84,7 +85,8 @@ def loads(
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         where = f" at line {exc.lineno}" if exc.lineno > 1 else ""
-        raise JSONError(f"{what} is not JSON ({exc.msg}{where})", syntax=True) from None
+        detail = f"{exc.msg}{where}"
+        raise JSONError(f"{what} is not JSON ({detail})", syntax=True, detail=detail) from None
     except RecursionError:
         raise JSONError(f"{what}: nested deeper than {max_depth} levels") from None
     except ValueError as exc:

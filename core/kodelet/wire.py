@@ -8,9 +8,11 @@ coerced into something the user never meant.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+import attrs
 import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -22,6 +24,7 @@ from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
 from .results import RESULT_TYPES
 
 T = TypeVar("T")
+log = logging.getLogger("kodelet.wire")
 
 __all__ = [
     "MAX_DEPTH",
@@ -167,13 +170,40 @@ def structure(data: Any, cls: type[T], what: str = "$") -> T:
         raise WireError(_describe(exc, what)) from None
 
 
-def payload_from_wire(event: Event, data: Mapping[str, Any]) -> BasePayload:
-    """Build a payload from wire JSON; an ``event`` key, if present, must match."""
+def payload_from_wire(
+    event: Event, data: Mapping[str, Any], *, strict: bool = False
+) -> BasePayload:
+    """Build a payload from wire JSON; an ``event`` key, if present, must match.
+
+    A field the event's payload does not have is dropped with a warning naming it,
+    so a host newer than this kodelet keeps working; ``strict=True`` makes it an
+    error instead, for payloads a person wrote (``hooks run --payload``), where a
+    misspelt ``tool_inptu`` would test a guardrail against an empty input and pass
+    (docs/DECISIONS.md)."""
     given = data.get("event")
     if given is not None and given != event.value:
         raise WireError(f"payload is for event {given!r}, not {event.value!r}")
     fields = {k: v for k, v in data.items() if k != "event"}
-    return structure(fields, PAYLOAD_TYPES[event], what="payload")
+    cls = PAYLOAD_TYPES[event]
+    _known_keys(fields, [a.name for a in attrs.fields(cls)], "payload", strict)
+    output = fields.get("tool_output")
+    if isinstance(output, Mapping):
+        names = [_WIRE_NAMES.get(a.name, a.name) for a in attrs.fields(StructuredToolResult)]
+        _known_keys(output, names, "payload.tool_output", strict)
+    return structure(fields, cls, what="payload")
+
+
+_WIRE_NAMES = {"tool_name": "toolName"}
+
+
+def _known_keys(data: Mapping[str, Any], known: list[str], what: str, strict: bool) -> None:
+    unknown = [k for k in data if k not in known]
+    if not unknown:
+        return
+    shown = ", ".join(ascii(k)[:60] for k in unknown[:3])
+    if strict:
+        raise WireError(f"{what}: unknown field {shown} (known: {', '.join(known)})")
+    log.warning("%s: unknown field %s ignored", what, shown)
 
 
 def result_from_wire(event: Event, data: Any) -> Any:

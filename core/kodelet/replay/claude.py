@@ -16,14 +16,15 @@ names they expect; unknown tools keep their own name.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from .. import jsonio
 from ..payloads import StructuredToolResult
 from .format import (
+    REPLAY_DEPTH,
     AssistantItem,
     AutoCompact,
     Item,
@@ -111,9 +112,10 @@ def import_lines(lines: list[str], name: str = "transcript") -> RecordedSession:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SessionFormatError(f"{name}: line {number}: not valid JSON: {exc.msg}") from None
+            entry = jsonio.loads(line, "entry", max_depth=REPLAY_DEPTH)
+        except jsonio.JSONError as exc:
+            why = f"not valid JSON: {exc.detail}" if exc.syntax else str(exc)
+            raise SessionFormatError(f"{name}: line {number}: {why}") from None
         if not isinstance(entry, dict):
             raise SessionFormatError(f"{name}: line {number}: expected a JSON object")
         kind = entry.get("type")
