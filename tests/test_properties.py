@@ -322,3 +322,110 @@ def test_every_result_model_round_trips_through_the_wire(data: Any, event: Event
     wire = json.loads(json.dumps(converter.unstructure(result), ensure_ascii=False))
     assert result_from_wire(event, wire) == result
     assert coerce_result(event, wire) == result
+
+
+# -- hostile generators: nesting past the bounds, strings that are not Unicode ---------
+
+# Text that includes lone surrogates, control characters and escapes: what a model can
+# put in a tool call's JSON arguments ("\ud800" is a legal JSON escape).
+HOSTILE_TEXT = st.text(max_size=12) | st.text(
+    alphabet=st.characters(blacklist_categories=()), min_size=1, max_size=6
+)
+HOSTILE_SCALARS = SCALARS | HOSTILE_TEXT
+
+
+@st.composite
+def hostile_depth(draw: st.DrawFn) -> Any:
+    """Objects and arrays nested 0 to 150 levels (the bound is 64), a hostile leaf inside."""
+    levels = draw(st.integers(0, 150))
+    value: Any = draw(HOSTILE_SCALARS)
+    for kind in draw(st.lists(st.booleans(), min_size=levels, max_size=levels)):
+        value = {draw(HOSTILE_TEXT): value} if kind else [value]
+    return value
+
+
+HOSTILE = hostile_depth() | st.recursive(
+    HOSTILE_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(HOSTILE_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+def reference(value: Any, depth: int = 0) -> tuple[int, bool]:
+    """(deepest level, every string encodable), the obvious recursive way."""
+    if isinstance(value, str):
+        return depth, not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, dict):
+        inner = [reference(k, depth + 1) for k in value] + [
+            reference(v, depth + 1) for v in value.values()
+        ]
+    elif isinstance(value, list):
+        inner = [reference(v, depth + 1) for v in value]
+    else:
+        return depth, True
+    return max([depth + 1] + [d for d, _ in inner]), all(ok for _, ok in inner)
+
+
+def strict_json(data: Any) -> None:
+    json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+@given(tool_input=HOSTILE)
+@settings(max_examples=300, deadline=None)
+def test_the_bounds_check_agrees_with_a_reference(tool_input: Any) -> None:
+    from kodelet.bounds import MAX_DEPTH, BoundsError, check_bounds
+
+    payload = {"tool_input": tool_input}
+    deepest, encodable = reference(payload)
+    try:
+        check_bounds(payload)
+    except BoundsError:
+        assert deepest > MAX_DEPTH or not encodable
+    else:
+        assert deepest <= MAX_DEPTH and encodable
+        strict_json(payload)
+
+
+@given(tool_input=HOSTILE)
+@settings(max_examples=200, deadline=None)
+def test_a_hostile_tool_input_is_refused_or_dispatched_never_crashes(
+    answer_runtime: Any, tool_input: Any
+) -> None:
+    from kodelet.bounds import BoundsError
+
+    rt, answer = answer_runtime
+    answer.value = None
+    payload = BeforeToolCallPayload(tool_name="bash", tool_input={"x": tool_input})
+    try:
+        d = rt.dispatch(payload)
+    except BoundsError:
+        deepest, encodable = reference({"tool_input": {"x": tool_input}})
+        assert deepest > 64 or not encodable
+        return
+    strict_json(merged_to_wire(d.event, d.result))
+
+
+@given(event=st.sampled_from(list(Event)), raw=st.dictionaries(KEYS, HOSTILE, max_size=4))
+@settings(max_examples=300, deadline=None)
+def test_a_hostile_native_answer_never_raises_and_merges_to_strict_json(
+    answer_runtime: Any, event: Event, raw: Any
+) -> None:
+    rt, answer = answer_runtime
+    answer.value = raw
+    d = rt.dispatch(payload_for(event))
+    (rec,) = d.trace
+    assert rec.outcome is not Outcome.ERROR or rec.error
+    assert isinstance(d.result, RESULT_TYPES[event])
+    strict_json(merged_to_wire(event, d.result))
+
+
+@given(event=st.sampled_from(list(Event)), raw=st.dictionaries(KEYS, HOSTILE, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_a_hostile_executable_answer_never_raises_and_merges_to_strict_json(
+    printing_hooks: Any, event: Event, raw: Any
+) -> None:
+    rt, answer = printing_hooks
+    answer.write_text(json.dumps(raw, ensure_ascii=True) + "\n")  # surrogates as \\udXXX
+    d = rt.dispatch(payload_for(event))
+    assert isinstance(d.result, RESULT_TYPES[event])
+    strict_json(merged_to_wire(event, d.result))

@@ -15,13 +15,12 @@ from typing import Any
 
 import attrs
 import pytest
-from kodelet import hookimpl
+from kodelet import hookimpl, load_runtime
 from kodelet.payloads import Message, UsageInfo
 from kodelet.recipes.callbacks import CallbackRegistry
 from kodelet.replay.claude import import_file, import_lines
 from kodelet.replay.format import AutoCompact, CompactionItem, NoteItem, UserItem, loads
 from kodelet.replay.player import Player, Replay
-from kodelet.runtime import Runtime
 from kodelet.testing import write_hook
 
 from tests.test_replay import PY, kodelet, replay_json, without_timings
@@ -64,7 +63,7 @@ class Seen:
 
 def play(session: Any, tmp_path: Path, seen: Seen | None = None) -> Replay:
     plugins = [("seen", seen)] if seen is not None else []
-    with Runtime(cwd=tmp_path, entry_points=False, plugins=plugins) as rt:
+    with load_runtime(cwd=tmp_path, entry_points=False, plugins=plugins) as rt:
         player = Player(rt, session, registry=CallbackRegistry.default(rt.places, env={}))
         return player.play()
 

@@ -9,6 +9,7 @@ them sees the same hooks in the same order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,13 +20,21 @@ from .adapters.claude_code import NAME as CLAUDE
 from .adapters.claude_code import ClaudeCodeAdapter
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
+from .adapters.process import killing_on_signals
 from .config import Config, load_config
 from .loading import entry_points as installed_entry_points
 from .loading import load
 from .places import Places
 from .runtime import SLOW_AFTER, Runtime
 
-__all__ = ["load_runtime"]
+__all__ = ["hooks_die_with_host", "load_runtime"]
+
+
+def hooks_die_with_host(runtime: Runtime) -> contextlib.AbstractContextManager[None]:
+    """While inside, a SIGTERM or SIGHUP to this process first kills every hook process
+    ``runtime`` has running, so none is left orphaned (docs/SECURITY.md). The CLI uses
+    it for every command; a host should wrap its own loop in it."""
+    return killing_on_signals(runtime)
 
 
 def load_runtime(

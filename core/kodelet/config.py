@@ -18,10 +18,16 @@ from typing import Any
 
 import attrs
 
+from . import jsonio
+from .bounds import MAX_DEPTH, BoundsError, check_bounds
 from .errors import KodeletError
 from .places import Places
 
 DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 1_000_000.0
+"""About 11.5 days: any longer and timers overflow (selectors and asyncio stop near
+2,147,483 s), so every call would fail, which for a guardrail means fail open."""
+CONFIG_CAP = 1024 * 1024
 
 
 class ConfigError(KodeletError, ValueError):
@@ -76,10 +82,10 @@ class Config:
         }
         for name, hs in self.hooks.items():
             for key in ("timeout", "fail_closed", "enabled"):
-                values[f'hooks."{name}".{key}'] = getattr(hs, key)
+                values[_spell(("hook", name, key))] = getattr(hs, key)
         for name, table in self.plugin_tables.items():
             for key, value in table.items():
-                values[f"plugin.{_bare(name)}.{key}"] = value
+                values[_spell(("plugin", name, key))] = value
         return {
             k: {"value": v, "source": self.sources.get(k, "default")} for k, v in values.items()
         }
@@ -89,17 +95,22 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _bare(name: str) -> str:
-    """A plugin name as TOML spells it, so ``plugin."a.b".key`` stays unambiguous."""
+    """A key as TOML spells it, so ``plugin."a.b".key`` stays unambiguous."""
     return name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
 
 
-def _split_plugin_key(key: str) -> tuple[str, str]:
-    rest = key[len("plugin.") :]
-    if rest.startswith('"'):
-        quoted, _, field = rest[1:].partition('".')
-        return json.loads(f'"{quoted}"'), field
-    name, _, field = rest.partition(".")
-    return name, field
+# Values are kept under tuple keys (("hook", name, field), ("plugin", name, field)...),
+# so a name holding dots or quotes never has to be parsed back out of a string;
+# the dotted spelling is only for showing where a value came from.
+_Key = tuple[str, ...]
+
+
+def _spell(key: _Key) -> str:
+    if key[0] == "hook":
+        return f"hooks.{json.dumps(key[1], ensure_ascii=False)}.{key[2]}"
+    if key[0] == "plugin":
+        return f"plugin.{_bare(key[1])}.{_bare(key[2])}"
+    return ".".join(key)
 
 
 def _toml(value: Any) -> str:
@@ -108,14 +119,23 @@ def _toml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value)
-    return str(value)
+    return str(value)[:80]
 
 
 def _number(value: Any, where: str) -> float:
+    """A timeout: positive, finite, and short enough for every timer that must honour it
+    (the selectors' and asyncio's limits are near 2,147,483 s; past them a call fails)."""
     bad = isinstance(value, bool) or not isinstance(value, int | float)
     if bad or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{where}: expected a positive number, got {_toml(value)}")
+    if value > MAX_TIMEOUT:
+        raise ConfigError(f"{where}: at most {MAX_TIMEOUT:g} seconds, got {_toml(value)}")
     return float(value)
+
+
+def check_timeout(value: float, where: str = "timeout") -> float:
+    """A timeout given in code or on the command line, checked as one from a file."""
+    return _number(value, where)
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -131,22 +151,34 @@ def _names(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """One config file: a regular file of at most CONFIG_CAP bytes, nested within bounds.
+
+    A repository writes its own ``.kodelet/config.toml``: a FIFO there must not hang
+    even ``--no-hooks`` commands, nor a link to ``/dev/zero`` exhaust memory."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        raw = jsonio.read_file(path, "a config file", cap=CONFIG_CAP)
     except FileNotFoundError:
         return {}
+    except jsonio.FileError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 at byte {exc.start}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
+    try:
+        check_bounds(data, str(path), json_only=False)
+    except BoundsError as exc:
+        raise ConfigError(str(exc)) from None
+    return data
 
 
-def _flatten(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """Validate one file and flatten it to dotted keys so files merge key by key."""
-    flat: dict[str, Any] = {}
+def _flatten(path: Path, data: dict[str, Any]) -> dict[_Key, Any]:
+    """Validate one file and flatten it to keys so files merge key by key."""
+    flat: dict[_Key, Any] = {}
     for top, table in data.items():
         where = f"{path}: [{top}]"
         if top not in ("hooks", "plugins", "plugin", "claude"):
@@ -159,39 +191,40 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             for key, value in table.items():
                 if key != "hooks":
                     raise ConfigError(f"{path}: unknown key 'claude.{key}' (known: hooks)")
-                flat["claude.hooks"] = _bool(value, f"{path}: claude.hooks")
+                flat[("claude", "hooks")] = _bool(value, f"{path}: claude.hooks")
         elif top == "plugins":
             for key, value in table.items():
                 if key != "disabled":
-                    raise ConfigError(f"{path}: unknown key 'plugins.{key}'")
-                flat["plugins.disabled"] = _names(value, f"{path}: plugins.disabled")
+                    raise ConfigError(f"{path}: unknown key {_spell(('plugins', key))!r}")
+                flat[("plugins", "disabled")] = _names(value, f"{path}: plugins.disabled")
         elif top == "plugin":
             for name, own in table.items():
                 if not isinstance(own, dict):
-                    raise ConfigError(f"{path}: plugin.{name}: expected a table")
+                    raise ConfigError(f"{path}: plugin.{_bare(name)}: expected a table")
                 for key, value in own.items():
-                    flat[f"plugin.{_bare(name)}.{key}"] = value
+                    flat[("plugin", name, key)] = value
         else:
             for key, value in table.items():
-                if key == "timeout":
-                    flat["hooks.timeout"] = _number(value, f"{path}: hooks.timeout")
-                elif key == "disabled":
-                    flat["hooks.disabled"] = _names(value, f"{path}: hooks.disabled")
-                elif isinstance(value, dict):
+                # A table is a hook's own, whatever its name: a hook may be called "timeout".
+                if isinstance(value, dict):
                     for hk, hv in value.items():
-                        w = f'{path}: hooks."{key}".{hk}'
+                        w = f"{path}: {_spell(('hook', key, hk))}"
                         if hk == "timeout":
-                            flat[f'hooks."{key}".timeout'] = _number(hv, w)
+                            flat[("hook", key, "timeout")] = _number(hv, w)
                         elif hk in ("fail_closed", "enabled"):
-                            flat[f'hooks."{key}".{hk}'] = _bool(hv, w)
+                            flat[("hook", key, hk)] = _bool(hv, w)
                         else:
                             raise ConfigError(
                                 f"{w}: unknown key (known: timeout, fail_closed, enabled)"
                             )
+                elif key == "timeout":
+                    flat[("hooks", "timeout")] = _number(value, f"{path}: hooks.timeout")
+                elif key == "disabled":
+                    flat[("hooks", "disabled")] = _names(value, f"{path}: hooks.disabled")
                 else:
                     raise ConfigError(
-                        f"{path}: unknown key 'hooks.{key}' (known: timeout, disabled, or a "
-                        f'[hooks."<hook name>"] table)'
+                        f"{path}: unknown key {_spell(('hooks', key))!r} (known: timeout, "
+                        f'disabled, or a [hooks."<hook name>"] table)'
                     )
     return flat
 
@@ -211,45 +244,44 @@ def load_config(
     """Read both files, then ``extra`` files (a replay's baseline config), then environment,
     then explicit arguments (the CLI flags)."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
+    values: dict[_Key, Any] = {}
     sources: dict[str, str] = {}
     for path in (*(p for _, p in places.config_files()), *extra):
         for key, value in _flatten(path, _read(path)).items():
             values[key] = value
-            sources[key] = str(path)
+            sources[_spell(key)] = str(path)
     raw_timeout = env.get("KODELET_HOOK_TIMEOUT")
     if raw_timeout:
         try:
-            values["hooks.timeout"] = _number(float(raw_timeout), "KODELET_HOOK_TIMEOUT")
+            seconds = float(raw_timeout)
         except ValueError:
             raise ConfigError(
-                f"KODELET_HOOK_TIMEOUT: expected seconds, got {raw_timeout!r}"
+                f"KODELET_HOOK_TIMEOUT: expected seconds, got {raw_timeout[:40]!r}"
             ) from None
+        values[("hooks", "timeout")] = _number(seconds, "KODELET_HOOK_TIMEOUT")
         sources["hooks.timeout"] = "env KODELET_HOOK_TIMEOUT"
     if timeout is not None:
-        values["hooks.timeout"] = _number(timeout, "--timeout")
+        values[("hooks", "timeout")] = _number(timeout, "--timeout")
         sources["hooks.timeout"] = "--timeout"
     if _truthy(env.get("KODELET_NO_HOOKS")):
-        values["no_hooks"], sources["no_hooks"] = True, "env KODELET_NO_HOOKS"
+        values[("no_hooks",)], sources["no_hooks"] = True, "env KODELET_NO_HOOKS"
     if no_hooks:
-        values["no_hooks"], sources["no_hooks"] = True, "--no-hooks"
+        values[("no_hooks",)], sources["no_hooks"] = True, "--no-hooks"
 
     hooks: dict[str, dict[str, Any]] = {}
     tables: dict[str, dict[str, Any]] = {}
     for key, value in values.items():
-        if key.startswith('hooks."'):
-            name, _, field = key[len('hooks."') :].rpartition('".')
-            hooks.setdefault(name, {})[field] = value
-        elif key.startswith("plugin."):
-            name, field = _split_plugin_key(key)
-            tables.setdefault(name, {})[field] = value
+        if key[0] == "hook":
+            hooks.setdefault(key[1], {})[key[2]] = value
+        elif key[0] == "plugin":
+            tables.setdefault(key[1], {})[key[2]] = value
     return Config(
-        timeout=values.get("hooks.timeout", DEFAULT_TIMEOUT),
-        disabled_hooks=values.get("hooks.disabled", ()),
+        timeout=values.get(("hooks", "timeout"), DEFAULT_TIMEOUT),
+        disabled_hooks=values.get(("hooks", "disabled"), ()),
         hooks={name: HookSettings(**kw) for name, kw in hooks.items()},
-        disabled_plugins=values.get("plugins.disabled", ()),
+        disabled_plugins=values.get(("plugins", "disabled"), ()),
         plugin_tables=tables,
-        no_hooks=values.get("no_hooks", False),
-        claude_hooks=values.get("claude.hooks", True),
+        no_hooks=values.get(("no_hooks",), False),
+        claude_hooks=values.get(("claude", "hooks"), True),
         sources=sources,
     )

@@ -9,12 +9,12 @@ whether later hooks still run.
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any
 
 import attrs
 
+from .bounds import bounded_copy, check_model
 from .events import Event
 from .payloads import (
     AfterToolCallPayload,
@@ -32,7 +32,7 @@ from .results import (
     UserMessageSendResult,
 )
 from .trace import Outcome
-from .wire import WireError, converter, result_from_wire
+from .wire import BoundsError, WireError, check_payload, converter, result_from_wire
 
 log = logging.getLogger("kodelet.policy")
 
@@ -50,7 +50,9 @@ def coerce_result(event: Event, raw: Any) -> Any:
     """Turn whatever a hook returned into the event's result type (or None).
 
     Raises ``WireError`` for anything that does not convert: that is the hook's
-    failure, never the host's."""
+    failure, never the host's. That includes an answer over the payload bounds
+    (a rewritten ``input`` 400 levels deep) or one that cannot be written as JSON
+    (a lone surrogate in ``reason``, NaN): charged to this hook, not the next."""
     if raw is None:
         return None
     cls = RESULT_TYPES[event]
@@ -61,10 +63,16 @@ def coerce_result(event: Event, raw: Any) -> Any:
             data = {a.name: _plain(getattr(raw, a.name)) for a in attrs.fields(cls)}
         except Exception as exc:
             raise WireError(f"returned a malformed {cls.__name__}: {exc}") from None
-        return result_from_wire(event, data)
-    if isinstance(raw, dict):
-        return result_from_wire(event, raw)
-    raise WireError(f"returned {type(raw).__name__}, expected None, a dict or {cls.__name__}")
+        result = result_from_wire(event, data)
+    elif isinstance(raw, dict):
+        result = result_from_wire(event, raw)
+    else:
+        raise WireError(f"returned {type(raw).__name__}, expected None, a dict or {cls.__name__}")
+    try:
+        check_model(result, "result")
+    except BoundsError as exc:
+        raise WireError(str(exc)) from None
+    return result
 
 
 def valid_messages(messages: list[Message] | None) -> str | None:
@@ -79,28 +87,15 @@ def valid_messages(messages: list[Message] | None) -> str | None:
     return None
 
 
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
-def _snapshot(value: Any) -> Any:
-    """A deep copy of JSON-shaped data at a fraction of ``copy.deepcopy``'s cost
-    (it runs on every dispatch); anything else is handed to ``copy.deepcopy``."""
-    kind = type(value)
-    if kind is dict:
-        return {k: _snapshot(v) for k, v in value.items()}
-    if kind is list:
-        return [_snapshot(v) for v in value]
-    if kind in _ATOMS:
-        return value
-    return copy.deepcopy(value)
-
-
 class Reducer:
-    """Base reducer: holds the current payload and whether the chain has stopped."""
+    """Base reducer: holds the current payload and whether the chain has stopped.
+
+    ``payload`` is what the next hook must be handed: from the first hook on,
+    not the host's own object (after_tool_call hands out a copy)."""
 
     event: Event
 
-    def __init__(self, payload: BasePayload) -> None:
+    def __init__(self, payload: BasePayload, plain: bool = False) -> None:
         self.payload: BasePayload = payload
         self.stopped = False
         self.context: list[str] = []
@@ -139,10 +134,13 @@ class _Blocking(Reducer):
 class BeforeToolCallReducer(_Blocking):
     event = Event.BEFORE_TOOL_CALL
 
-    def __init__(self, payload: BeforeToolCallPayload) -> None:
+    def __init__(self, payload: BeforeToolCallPayload, plain: bool = False) -> None:
         super().__init__(payload)
         # A snapshot, so an impl that edits tool_input in place counts as a rewrite.
-        self.original = _snapshot(payload.tool_input)
+        tool_input = payload.tool_input
+        self.original = (
+            dict(tool_input) if plain else bounded_copy(tool_input, "payload.tool_input", depth=1)
+        )
 
     def add(self, name: str, result: BeforeToolCallResult | None) -> tuple[Outcome, str | None]:
         if result is None:
@@ -172,9 +170,16 @@ class BeforeToolCallReducer(_Blocking):
 class AfterToolCallReducer(Reducer):
     event = Event.AFTER_TOOL_CALL
 
-    def __init__(self, payload: AfterToolCallPayload) -> None:
+    def __init__(self, payload: AfterToolCallPayload, plain: bool = False) -> None:
+        # Hooks get their own copy of tool_output: an impl that edits its metadata in
+        # place never edits the host's object, and the edit counts as a rewrite (as
+        # for tool_input), compared against the host's untouched original.
+        output = payload.tool_output
+        if output.metadata is not None:
+            metadata = bounded_copy(output.metadata, "payload.tool_output.metadata", depth=2)
+            payload = attrs.evolve(payload, tool_output=attrs.evolve(output, metadata=metadata))
         super().__init__(payload)
-        self.original = payload.tool_output
+        self.original = output
 
     def add(self, name: str, result: AfterToolCallResult | None) -> tuple[Outcome, str | None]:
         current: AfterToolCallPayload = self.payload  # type: ignore[assignment]
@@ -211,7 +216,7 @@ class UserMessageSendReducer(_Blocking):
 class _FirstActionWins(Reducer):
     """after_turn and agent_stop: every hook runs, the first mutate/callback wins."""
 
-    def __init__(self, payload: BasePayload) -> None:
+    def __init__(self, payload: BasePayload, plain: bool = False) -> None:
         super().__init__(payload)
         self.winner: AfterTurnResult | AgentStopResult | None = None
         self.winner_name = ""
@@ -263,7 +268,7 @@ class AfterTurnReducer(_FirstActionWins):
 class AgentStopReducer(_FirstActionWins):
     event = Event.AGENT_STOP
 
-    def __init__(self, payload: AgentStopPayload) -> None:
+    def __init__(self, payload: AgentStopPayload, plain: bool = False) -> None:
         super().__init__(payload)
         self.follow_ups: list[str] = []
 
@@ -305,4 +310,10 @@ REDUCERS: dict[Event, type[Reducer]] = {
 
 
 def reducer_for(payload: BasePayload) -> Reducer:
-    return REDUCERS[payload.EVENT](payload)
+    """The event's reducer, once the payload is known to be within the bounds.
+
+    Raises :class:`~kodelet.bounds.BoundsError` (a ``ValueError``) for a payload
+    nested too deep, too big or not writable as JSON: the host's error, raised
+    before any hook runs, so no hook can be made to fail by the model's input."""
+    plain = check_payload(payload)
+    return REDUCERS[payload.EVENT](payload, plain)

@@ -11,7 +11,9 @@ outside the plugins root: a repository is untrusted input.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime
+import errno
 import fcntl
 import json
 import logging
@@ -20,7 +22,6 @@ import re
 import secrets
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -28,6 +29,9 @@ from typing import Any
 
 import attrs
 
+from . import jsonio
+from .adapters.process import SpawnError, run_process
+from .config import MAX_TIMEOUT
 from .errors import KodeletError
 from .places import PLUGIN_PARTS, Places, plugin_dirname, plugin_name
 from .places import plugins_dir as places_plugins_dir
@@ -38,6 +42,13 @@ PLUGIN_DIRS = PLUGIN_PARTS
 MANIFEST = ".kodelet-plugin.json"
 GIT_BASE_ENV = "KODELET_PLUGIN_GIT_BASE"
 DEFAULT_GIT_BASE = "https://github.com"
+GIT_TIMEOUT_ENV = "KODELET_GIT_TIMEOUT"
+GIT_TIMEOUT = 600.0
+"""Seconds one git command may take before its whole process group is killed."""
+INSTALL_MAX_BYTES = 200 * 1024 * 1024
+INSTALL_MAX_ENTRIES = 20_000
+MANIFEST_CAP = 1024 * 1024
+_COPY_CHUNK = 1024 * 1024
 
 _PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _SCP_URL = re.compile(r"^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:")
@@ -223,10 +234,10 @@ def read_repo(path: Path, location: str) -> InstalledRepo:
     error: str | None = None
     mpath = path / MANIFEST
     try:
-        loaded = json.loads(mpath.read_text(encoding="utf-8"))
+        loaded = jsonio.loads(jsonio.read_file(mpath, "a manifest", cap=MANIFEST_CAP), MANIFEST)
     except FileNotFoundError:
         pass
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         error = f"unreadable manifest {MANIFEST}: {exc}"
     else:
         if isinstance(loaded, dict):
@@ -304,25 +315,51 @@ def _within(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
-def _git(args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> str:
+def _git_env(env: Mapping[str, str]) -> dict[str, str]:
+    """git, non-interactive, and giving up on a remote that trickles (HTTP: below
+    1 KB/s for 30 s); the overall timeout covers every other transport."""
     genv = dict(env)
     genv["GIT_TERMINAL_PROMPT"] = "0"
+    genv.setdefault("GIT_HTTP_LOW_SPEED_LIMIT", "1000")
+    genv.setdefault("GIT_HTTP_LOW_SPEED_TIME", "30")
+    return genv
+
+
+def git_timeout(env: Mapping[str, str]) -> float:
+    """Seconds one git command may take: ``KODELET_GIT_TIMEOUT``, else GIT_TIMEOUT."""
+    raw = env.get(GIT_TIMEOUT_ENV)
+    if not raw:
+        return GIT_TIMEOUT
     try:
-        res = subprocess.run(
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= MAX_TIMEOUT:
+        raise RepoError(f"{GIT_TIMEOUT_ENV}: expected seconds up to {MAX_TIMEOUT:g}, got {raw!r}")
+    return value
+
+
+def _git(args: list[str], env: Mapping[str, str], cwd: Path | None = None) -> str:
+    """Run git in its own process group, killed whole (ssh, remote helpers) on timeout."""
+    timeout = git_timeout(env)
+    try:
+        res = run_process(
             ["git", *args],
-            cwd=cwd,
-            env=genv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
+            b"",
+            cwd=str(cwd) if cwd is not None else None,
+            env=_git_env(env),
+            timeout=timeout,
         )
-    except FileNotFoundError:
-        raise RepoError("git is not installed; it is needed to add a plugin from git") from None
+    except SpawnError as exc:
+        if exc.errno == errno.ENOENT and (cwd is None or cwd.is_dir()):
+            raise RepoError("git is not installed; it is needed to add a plugin from git") from None
+        raise RepoError(f"git {args[0]} failed: {exc.strerror}") from None
+    stderr = res.stderr.decode("utf-8", "replace")
+    if res.timed_out:
+        raise RepoError(f"git {args[0]} gave no result in {timeout:g}s; nothing installed")
     if res.returncode != 0:
-        raise RepoError(f"git {args[0]} failed: {_git_reason(res.stderr, res.returncode)}")
-    return res.stdout.strip()
+        raise RepoError(f"git {args[0]} failed: {_git_reason(stderr, res.returncode or 0)}")
+    return res.stdout.decode("utf-8", "replace").strip()
 
 
 def _git_reason(stderr: str, returncode: int) -> str:
@@ -366,50 +403,124 @@ def _clone(src: PluginSource, dest: Path, ref: str | None, env: Mapping[str, str
     return commit
 
 
-def _copy(src: Path, dst: Path, repo: str, staging: str, rel: str, active: frozenset[str]) -> None:
-    """Copy one entry, materialising in-repo symlinks and refusing everything that escapes."""
-    real = os.path.realpath(src)
-    link = os.path.islink(src)
-    if not _within(real, repo):
-        what = "symlink" if link else "path"
-        raise RepoError(f"{what} {rel} points outside the repository (to {real}); not installed")
-    if not _within(os.path.abspath(dst), staging):
-        raise RepoError(f"{rel} would be written outside the plugin directory; not installed")
-    if real in active:
-        raise RepoError(f"symlink {rel} makes a loop; not installed")
+class _Copier:
+    """Copies a repository's plugin directories into the staging directory.
+
+    A repository is untrusted input: nothing outside it is read, nothing outside
+    the staging directory written, and the copy is bounded (INSTALL_MAX_BYTES,
+    INSTALL_MAX_ENTRIES). A symlink whose target lies inside what is installed is
+    copied as a (relative) link, so a fan-out of links costs a link each, not a
+    copy each; one pointing elsewhere in the repository is copied as what it
+    points to, and a loop through such links is refused. Modes are kept, minus
+    group and world write (which would make a hook untrusted) and special bits."""
+
+    def __init__(self, repo: str, staging: Path, installed: tuple[str, ...]) -> None:
+        self.repo = repo
+        self.staging = staging
+        self.installed = tuple(os.path.join(repo, d) for d in installed)
+        self.bytes = 0
+        self.entries = 0
+
+    def _count(self, rel: str, size: int = 0) -> None:
+        self.entries += 1
+        self.bytes += size
+        if self.entries > INSTALL_MAX_ENTRIES:
+            raise RepoError(
+                f"{rel}: more than {INSTALL_MAX_ENTRIES} files and directories; not installed"
+            )
+        if self.bytes > INSTALL_MAX_BYTES:
+            raise RepoError(f"{rel}: more than {INSTALL_MAX_BYTES} bytes in all; not installed")
+
+    def copy(self, src: Path, dst: Path, rel: str, active: frozenset[str] = frozenset()) -> None:
+        real = os.path.realpath(src)
+        link = os.path.islink(src)
+        if not _within(real, self.repo):
+            what = "symlink" if link else "path"
+            raise RepoError(
+                f"{what} {rel} points outside the repository (to {real}); not installed"
+            )
+        if not _within(os.path.abspath(dst), str(self.staging)):
+            raise RepoError(f"{rel} would be written outside the plugin directory; not installed")
+        if real in active:
+            raise RepoError(f"symlink {rel} makes a loop; not installed")
+        try:
+            st = os.stat(real)
+        except FileNotFoundError:
+            log.warning("skipping broken symlink %s", rel)
+            return
+        if link and any(_within(real, d) for d in self.installed):
+            mirror = self.staging / os.path.relpath(real, self.repo)
+            self._count(rel)
+            os.symlink(os.path.relpath(mirror, dst.parent), dst)
+            return
+        if stat.S_ISDIR(st.st_mode):
+            self._count(rel)
+            dst.mkdir(mode=0o700)
+            for entry in sorted(os.listdir(real)):
+                self.copy(Path(real) / entry, dst / entry, f"{rel}/{entry}", active | {real})
+            os.chmod(dst, (st.st_mode & 0o755) | 0o700)
+        elif stat.S_ISREG(st.st_mode):
+            self._count(rel, st.st_size)
+            with open(real, "rb") as fin, open(dst, "xb") as fout:
+                left = INSTALL_MAX_BYTES - self.bytes + st.st_size
+                while chunk := fin.read(min(_COPY_CHUNK, left + 1)):
+                    left -= len(chunk)
+                    if left < 0:
+                        raise RepoError(f"{rel}: grew while being copied; not installed")
+                    fout.write(chunk)
+            os.chmod(dst, st.st_mode & 0o755)
+        else:
+            raise RepoError(f"{rel} is not a regular file or directory; not installed")
+
+
+# renameat2(2): swap two paths in one step, so a re-install never shows "no plugin".
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap ``a`` and ``b``; False where the system or file system cannot."""
     try:
-        st = os.stat(real)
-    except FileNotFoundError:
-        log.warning("skipping broken symlink %s", rel)
-        return
-    if stat.S_ISDIR(st.st_mode):
-        dst.mkdir(mode=0o755)
-        os.chmod(dst, 0o755)
-        for entry in sorted(os.listdir(real)):
-            _copy(Path(real) / entry, dst / entry, repo, staging, f"{rel}/{entry}", active | {real})
-    elif stat.S_ISREG(st.st_mode):
-        with open(real, "rb") as fin, open(dst, "xb") as fout:
-            shutil.copyfileobj(fin, fout)
-        # Only the exec bit survives: group/world-writable hooks would not be trusted.
-        os.chmod(dst, 0o755 if st.st_mode & 0o111 else 0o644)
-    else:
-        raise RepoError(f"{rel} is not a regular file or directory; not installed")
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def _swap(staging: Path, target: Path) -> None:
-    """Put ``staging`` at ``target``; an existing plugin is moved aside first, then deleted."""
-    old: Path | None = None
-    if os.path.lexists(target):
-        old = target.with_name(f".{target.name}.old-{secrets.token_hex(4)}")
-        os.rename(target, old)
+    """Put ``staging`` at ``target``.
+
+    An existing plugin is exchanged with the new one in one ``renameat2`` call and
+    then deleted: a host discovering hooks at any moment sees the old plugin or
+    the new one. Where the kernel or file system cannot exchange, the old plugin is
+    moved aside and the new one renamed in, a window of two system calls."""
+    if not os.path.lexists(target):
+        os.rename(staging, target)
+        return
+    if _exchange(staging, target):
+        _delete(staging)  # the old plugin, now
+        return
+    old = target.with_name(f".{target.name}.old-{secrets.token_hex(4)}")
+    os.rename(target, old)
     try:
         os.rename(staging, target)
     except BaseException:
-        if old is not None:
-            os.rename(old, target)
+        os.rename(old, target)
         raise
-    if old is not None:
-        _delete(old)
+    _delete(old)
 
 
 def _delete(path: Path) -> None:
@@ -417,6 +528,43 @@ def _delete(path: Path) -> None:
         path.unlink()
     else:
         shutil.rmtree(path)
+
+
+_WORK_KINDS = ("tmp", "old", "del", "clone")
+
+
+def _clean_leftovers(plugins: Path, dirname: str) -> None:
+    """Remove what killed installs of this plugin left (staging copies, clones, old
+    copies). Called with the plugin's lock held: nothing else is using them."""
+    prefixes = tuple(f".{dirname}.{kind}-" for kind in _WORK_KINDS)
+    try:
+        with os.scandir(plugins) as it:
+            doomed = [Path(e.path) for e in it if e.name.startswith(prefixes)]
+    except OSError:
+        return
+    for path in doomed:
+        with contextlib.suppress(OSError):
+            _delete(path)
+
+
+def _clean_legacy_tmp(now: float) -> None:
+    """Earlier versions cloned into ``$TMPDIR/kodelet-plugin-*``, and a killed install
+    left that behind. Remove ours (owned by this user, a real directory) once they are
+    an hour old: no install takes that long (git gives up well before)."""
+    tmp = tempfile.gettempdir()
+    try:
+        with os.scandir(tmp) as it:
+            names = [e.name for e in it if e.name.startswith("kodelet-plugin-")]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > 3600:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _now() -> str:
@@ -433,7 +581,11 @@ def add(
     env: Mapping[str, str] | None = None,
     on_wait: Callable[[], None] | None = None,
 ) -> InstalledRepo:
-    """Install ``src`` as ``<plugins>/org@repo``; on any failure nothing is left behind."""
+    """Install ``src`` as ``<plugins>/org@repo``; on any failure nothing is left behind.
+
+    The clone and the copy are made in hidden directories beside the target
+    (``.org@repo.clone-*``, ``.org@repo.tmp-*``), under the plugin's lock; what a
+    killed install left there is removed by the next one."""
     env = os.environ if env is None else env
     target = plugins / dir_name(src.name)
     if ref is not None:
@@ -443,31 +595,36 @@ def add(
             raise RepoError(f"--ref needs a git source; {src.location} is a plain directory")
     if os.path.lexists(target) and not force:
         raise PluginExists(f"plugin {src.name} is already installed at {target}; use --force")
+    git_timeout(env)  # a bad KODELET_GIT_TIMEOUT fails before anything is done
     plugins.mkdir(parents=True, exist_ok=True)
-    with (
-        locked(plugins, src.name, on_wait),
-        tempfile.TemporaryDirectory(prefix="kodelet-plugin-") as work,
-    ):
+    with locked(plugins, src.name, on_wait):
+        _clean_leftovers(plugins, target.name)
+        _clean_legacy_tmp(datetime.datetime.now().timestamp())
         if os.path.lexists(target) and not force:
             raise PluginExists(f"plugin {src.name} is already installed at {target}; use --force")
-        commit: str | None = None
-        if src.kind == "git":
-            tree = Path(work) / "repo"
-            commit = _clone(src, tree, ref, env)
-        else:
-            tree = Path(src.location)
-        repo = os.path.realpath(tree)
-        present = [d for d in PLUGIN_DIRS if os.path.lexists(tree / d)]
-        if not present:
-            raise RepoError(
-                f"{src.spec} has no skills/, recipes/ or hooks/ directory; nothing installed"
-            )
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=plugins))
+        made: list[Path] = []
         try:
+            commit: str | None = None
+            if src.kind == "git":
+                work = Path(tempfile.mkdtemp(prefix=f".{target.name}.clone-", dir=plugins))
+                made.append(work)
+                tree = work / "repo"
+                commit = _clone(src, tree, ref, env)
+            else:
+                tree = Path(src.location)
+            repo = os.path.realpath(tree)
+            present = [d for d in PLUGIN_DIRS if os.path.lexists(tree / d)]
+            if not present:
+                raise RepoError(
+                    f"{src.spec} has no skills/, recipes/ or hooks/ directory; nothing installed"
+                )
+            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=plugins))
+            made.append(staging)
+            copier = _Copier(repo, staging, tuple(present))
             for d in present:
                 if _within(os.path.realpath(tree / d), repo) and not os.path.isdir(tree / d):
                     raise RepoError(f"{d} in {src.spec} is not a directory; nothing installed")
-                _copy(tree / d, staging / d, repo, str(staging), d, frozenset())
+                copier.copy(tree / d, staging / d, d)
             manifest = {
                 "name": src.name,
                 "source": src.location,
@@ -478,9 +635,10 @@ def add(
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             os.chmod(staging, 0o755)
             _swap(staging, target)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        finally:
+            for path in made:
+                if os.path.lexists(path):
+                    shutil.rmtree(path, ignore_errors=True)
     return read_repo(target, location)
 
 

@@ -191,7 +191,7 @@ class Runtime:
         red = reducer_for(payload)
         records: list[RawRecord] = []
         append = records.append
-        current = payload
+        current = red.payload  # the reducer's own copy: hooks never touch the host's objects
         slow_after = self.slow_after
         clock = time.perf_counter
         no_action = Outcome.NO_ACTION
@@ -250,6 +250,12 @@ class Runtime:
             with contextlib.suppress(Exception):
                 adapter.close()
         self._coroutines.close()
+
+    def kill_all(self) -> None:
+        """Kill every hook process still running, from a signal handler (see
+        :func:`kodelet.assembly.hooks_die_with_host`)."""
+        for adapter in list(self.adapters.values()):
+            adapter.kill_all()
 
     def __enter__(self) -> Runtime:
         return self

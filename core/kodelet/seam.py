@@ -110,6 +110,10 @@ class Adapter:
     def close(self) -> None:
         """Adapters holding nothing need not override this."""
 
+    def kill_all(self) -> None:
+        """Kill at once every process this adapter's hooks have running. Called from a
+        signal handler (SIGTERM, SIGHUP to the host): no locks, no waiting."""
+
     def _raw_call(self, event: Event, fields: dict[str, Any]) -> Any:
         payload = PAYLOAD_TYPES[event](**fields)
         for hook in self.kodelet_hooks(event):

@@ -8,6 +8,7 @@ coerced into something the user never meant.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
@@ -17,12 +18,29 @@ from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
+from .bounds import MAX_DEPTH, MAX_SIZE, BoundsError, check_bounds, check_model, quick_check
 from .errors import KodeletError
 from .events import Event
 from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
 from .results import RESULT_TYPES
 
 T = TypeVar("T")
+log = logging.getLogger("kodelet.wire")
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_SIZE",
+    "BoundsError",
+    "WireError",
+    "check_bounds",
+    "check_payload",
+    "converter",
+    "payload_from_wire",
+    "payload_to_wire",
+    "result_from_wire",
+    "result_to_wire",
+    "structure",
+]
 
 
 # Fields whose wire name is not their Python name: the seeds' one camelCase key.
@@ -124,6 +142,22 @@ def _drop_nones(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
+def check_payload(payload: BasePayload) -> bool:
+    """Refuse a payload over the bounds before any hook sees it (:mod:`kodelet.bounds`).
+
+    Raises :class:`BoundsError` (a ``ValueError``) naming the limit and the path,
+    e.g. ``payload.tool_input.a.a.…: nested deeper than 64 levels``. Returns True
+    when the payload is plain (ASCII strings, flat dicts): a shallow copy of its
+    dicts is then a deep one."""
+    quick = _QUICK.get(type(payload))
+    if quick is not None and quick(payload) is not None:
+        return True
+    return check_model(payload, "payload")
+
+
+_QUICK = {cls: quick_check(cls) for cls in PAYLOAD_TYPES.values()}
+
+
 def payload_to_wire(payload: BasePayload) -> dict[str, Any]:
     """The seeds' payload JSON: ``event`` first, optional fields left out when unset."""
     data: dict[str, Any] = {"event": payload.EVENT.value}
@@ -162,14 +196,41 @@ def structure(data: Any, cls: type[T], what: str = "$") -> T:
         raise WireError(_describe(exc, what)) from None
 
 
-def payload_from_wire(event: Event, data: Mapping[str, Any]) -> BasePayload:
-    """Build a payload from wire JSON; an ``event`` key, if present, must match."""
+def payload_from_wire(
+    event: Event, data: Mapping[str, Any], *, strict: bool = False
+) -> BasePayload:
+    """Build a payload from wire JSON; an ``event`` key, if present, must match.
+
+    A field the event's payload does not have is dropped with a warning naming it,
+    so a host newer than this kodelet keeps working; ``strict=True`` makes it an
+    error instead, for payloads a person wrote (``hooks run --payload``), where a
+    misspelt ``tool_inptu`` would test a guardrail against an empty input and pass
+    (docs/DECISIONS.md)."""
     if not isinstance(data, Mapping):
         raise WireError(f"payload: expected a JSON object, got {type(data).__name__}")
     if "event" in data and data["event"] != event.value:
         raise WireError(f"payload is for event {data['event']!r}, not {event.value!r}")
     fields = {k: v for k, v in data.items() if k != "event"}
-    return structure(fields, PAYLOAD_TYPES[event], what="payload")
+    cls = PAYLOAD_TYPES[event]
+    _known_keys(fields, [a.name for a in attrs.fields(cls)], "payload", strict)
+    output = fields.get("tool_output")
+    if isinstance(output, Mapping):
+        names = [_WIRE_NAMES.get(a.name, a.name) for a in attrs.fields(StructuredToolResult)]
+        _known_keys(output, names, "payload.tool_output", strict)
+    return structure(fields, cls, what="payload")
+
+
+_WIRE_NAMES = {"tool_name": "toolName"}
+
+
+def _known_keys(data: Mapping[str, Any], known: list[str], what: str, strict: bool) -> None:
+    unknown = [k for k in data if k not in known]
+    if not unknown:
+        return
+    shown = ", ".join(ascii(k)[:60] for k in unknown[:3])
+    if strict:
+        raise WireError(f"{what}: unknown field {shown} (known: {', '.join(known)})")
+    log.warning("%s: unknown field %s ignored", what, shown)
 
 
 MISSING: Any = object()  # a required field the caller left out (Session, testing)
@@ -181,6 +242,11 @@ def build_payload(event: Event, fields: Mapping[str, Any]) -> BasePayload:
     ``None`` means "use the model's default"; :data:`MISSING` names a required field
     the caller left out. A ``tool_output`` given as a dict may leave its optional
     keys null. The one builder behind ``Session`` and ``kodelet.testing``."""
+    # Model objects and plain data alike, walked without recursion before the converter
+    # (which recurses) sees them: a model-written tool_input is a one-line error.
+    check_bounds(
+        {k: v for k, v in fields.items() if v is not MISSING}, event.value, json_only=False
+    )
     data: dict[str, Any] = {}
     for key, value in fields.items():
         if value is MISSING:

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import jsonio
 from ..errors import HookFailure
 from ..events import Event
 from .discovery import DiscoveredHook
-from .process import ProcessResult, SpawnError, arun_process, run_process
+from .process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
 
 __all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
 
@@ -24,7 +25,10 @@ log = logging.getLogger("kodelet.executable")
 
 
 def parse_answer(data: bytes, *, note: str = "", empty: str | None = None) -> Any:
-    """A hook's answer as JSON; blank means no action unless ``empty`` says why it may not be."""
+    """A hook's answer as JSON; blank means no action unless ``empty`` says why it may not be.
+
+    Parsed strictly (:func:`kodelet.jsonio.loads`): a duplicate key, NaN, a lone
+    surrogate or nesting past the payload bounds is this hook's failure."""
     try:
         text = data.decode("utf-8").strip()
     except UnicodeDecodeError:
@@ -34,10 +38,12 @@ def parse_answer(data: bytes, *, note: str = "", empty: str | None = None) -> An
             raise HookFailure(empty)
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        snippet = text[:80].replace("\n", " ")
-        raise HookFailure(f"output is not JSON ({exc.msg}): {snippet!r}") from None
+        return jsonio.loads(text, "output")
+    except jsonio.JSONError as exc:
+        if exc.syntax:
+            snippet = text[:80].replace("\n", " ")
+            raise HookFailure(f"{exc}: {snippet!r}") from None
+        raise HookFailure(str(exc)) from None
 
 
 class ExecutableHook:
@@ -52,8 +58,10 @@ class ExecutableHook:
         plugin_root: Path | None = None,
         default_cwd: str = "",
         env: Mapping[str, str] | None = None,
+        groups: ProcessGroups | None = None,
     ) -> None:
         self.name = name
+        self.groups = groups
         self.path = path if isinstance(path, Path) else Path(path)
         self.event = event
         self.plugin_root = plugin_root
@@ -104,6 +112,7 @@ class ExecutableHook:
                 cwd=self._cwd(payload),
                 env=self._env,
                 timeout=timeout,
+                groups=self.groups,
             )
         except SpawnError as exc:
             raise HookFailure(str(exc.strerror)) from None
@@ -117,6 +126,7 @@ class ExecutableHook:
                 cwd=self._cwd(payload),
                 env=self._env,
                 timeout=timeout,
+                groups=self.groups,
             )
         except SpawnError as exc:
             raise HookFailure(str(exc.strerror)) from None

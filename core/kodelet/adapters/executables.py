@@ -24,6 +24,7 @@ from .discovery import DiscoveredHook, discover
 from .executable import ExecutableHook
 from .persistent import PROTOCOL as PERSISTENT_PROTOCOL
 from .persistent import PersistentHook
+from .process import ProcessGroups
 from .standin import needs_stand_in, stand_in
 
 NAME = "kodelet:executables"
@@ -42,6 +43,7 @@ class ExecutableAdapter(Adapter):
         persistent: bool = True,
     ) -> None:
         super().__init__()
+        self.groups = ProcessGroups()
         self.discovered = list(discovered)
         self._runners: dict[str, ExecutableHook] = {}
         self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
@@ -53,7 +55,9 @@ class ExecutableAdapter(Adapter):
             if hook.status is Status.ACTIVE and hook.event is not None:
                 keep = persistent and PERSISTENT_PROTOCOL in hook.protocols
                 cls = PersistentHook if keep else ExecutableHook
-                runner = cls.from_discovered(hook, default_cwd=default_cwd, env=env)
+                runner = cls.from_discovered(
+                    hook, default_cwd=default_cwd, env=env, groups=self.groups
+                )
                 self._runners[hook.name] = runner
                 self._entries[hook.event].append(self._entry(runner))
             elif (
@@ -110,6 +114,9 @@ class ExecutableAdapter(Adapter):
 
     def executables(self) -> list[ExecutableHook]:
         return list(self._runners.values())
+
+    def kill_all(self) -> None:
+        self.groups.kill_all()
 
     def close(self) -> None:
         for runner in self._runners.values():

@@ -11,25 +11,30 @@ hangs past its timeout, a server that dies mid-call, an answer that is not
 JSON, all fail that one call (and are traced as such); the server is then
 killed with its whole process group and started again on next use. A server
 that keeps failing is restarted with exponential backoff; calls made while it
-backs off fail at once instead of waiting. stderr lines go to the log.
+backs off fail at once instead of waiting. stderr lines go to the log, and
+only its last 4 KiB are kept, as for per-call hooks.
 
 The exchange is synchronous, guarded by one lock per hook so concurrent
 dispatches take turns. The async API runs that same exchange in a worker
-thread (``asyncio.to_thread``): one code path, one set of semantics, and the
-per-call timeout still bounds the thread if the awaiting task is cancelled.
+thread: one code path, one set of semantics. Cancelling the awaiting task
+wakes that thread's selector (a pipe per hook), which kills the server's
+group at once instead of waiting out the call's timeout.
 
 Servers are stopped by :meth:`PersistentHook.close` (``Runtime.close`` and the
 runtime's context manager call it) and, failing that, by a ``weakref.finalize``
 per hook, which runs when the hook is garbage collected or at interpreter exit.
 The finalizer holds only the server handle, never the hook, so no module-level
-registry is needed and a forgotten runtime does not leak processes.
+registry is needed and a forgotten runtime does not leak processes; it does
+nothing in a forked child, whose exit must not kill its parent's servers. A
+server's group is also in the runtime's :class:`~.process.ProcessGroups`, when
+it has one, so a SIGTERM to the host reaches it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
+import functools
 import logging
 import os
 import selectors
@@ -42,11 +47,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config import MAX_TIMEOUT
 from ..errors import HookFailure
 from ..events import Event
 from ..kinds import Protocol
 from .executable import ExecutableHook, parse_answer
-from .process import STDOUT_CAP, kill_group
+from .process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group
 
 log = logging.getLogger("kodelet.persistent")
 
@@ -74,10 +80,34 @@ class _Broken(Exception):
     """The server can no longer be trusted to answer in step; the call fails with this."""
 
 
-class _Server:
-    """One running ``<exe> serve`` process and the bytes read from it so far."""
+class _Cancel:
+    """One async call's cancellation: set from the event loop, seen by the worker thread
+    in its selector through the hook's wake pipe, so the exchange stops at once."""
 
-    def __init__(self, name: str, argv: list[str], cwd: str | None, env: Mapping[str, str]) -> None:
+    def __init__(self) -> None:
+        self.flag = threading.Event()
+
+    def is_set(self) -> bool:
+        return self.flag.is_set()
+
+
+class _Server:
+    """One running ``<exe> serve`` process and the bytes read from it so far.
+
+    stderr is read in the same selector loop as stdout, in chunks, never by a
+    thread: a server whose escaped child holds stderr open cannot pin a thread,
+    and one printing without newlines costs the last STDERR_TAIL bytes, no more.
+    Lines are logged as they are read, during calls (between calls they wait in
+    the pipe; a server that fills it waits until the next call drains it)."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        cwd: str | None,
+        env: Mapping[str, str],
+        groups: ProcessGroups | None = None,
+    ) -> None:
         self.name = name
         self.cwd = cwd
         self.proc = subprocess.Popen(
@@ -92,17 +122,19 @@ class _Server:
             bufsize=0,
         )
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        self._groups = groups
+        if groups is not None:
+            groups.add(self.proc.pid)
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
-        os.set_blocking(self._in, False)
-        os.set_blocking(self._out, False)
+        self._err = self.proc.stderr.fileno()
+        for fd in (self._in, self._out, self._err):
+            os.set_blocking(fd, False)
         self._buf = bytearray()
         self._sel = selectors.DefaultSelector()
-        self._tail: collections.deque[str] = collections.deque(maxlen=20)
-        self._pump = threading.Thread(
-            target=self._read_stderr, name=f"kodelet-stderr-{name}", daemon=True
-        )
-        self._pump.start()
+        self._sel.register(self._err, selectors.EVENT_READ)
+        self._tail = bytearray()  # the last STDERR_TAIL bytes, for failure notes
+        self._line = bytearray()  # a stderr line not finished yet, for the log
 
     @property
     def pid(self) -> int:
@@ -111,19 +143,39 @@ class _Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def _read_stderr(self) -> None:
-        stream = self.proc.stderr
-        assert stream is not None
-        with contextlib.suppress(OSError, ValueError):
-            for raw in iter(stream.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip()
-                if line:
-                    self._tail.append(line)
-                    log.info("hook %s: %s", self.name, line)
+    def _drain_stderr(self) -> None:
+        """Read what stderr holds now, without waiting; log whole lines."""
+        while True:
+            try:
+                chunk = os.read(self._err, _CHUNK)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._sel.unregister(self._err)
+                self._log_line(bytes(self._line))
+                self._line.clear()
+                return
+            self._tail += chunk
+            del self._tail[:-STDERR_TAIL]
+            self._line += chunk
+            *lines, rest = self._line.split(b"\n")
+            for line in lines:
+                self._log_line(line)
+            self._line[:] = rest[-STDERR_TAIL:]
+            if len(rest) > STDERR_TAIL:
+                self._log_line(bytes(self._line) + b"...")
+                self._line.clear()
+
+    def _log_line(self, raw: bytes | bytearray) -> None:
+        line = raw.decode("utf-8", "replace").rstrip()
+        if line:
+            log.info("hook %s: %s", self.name, line)
 
     def stderr_note(self) -> str:
-        self._pump.join(0.2)
-        lines = list(self._tail)
+        self._drain_stderr()
+        tail = self._tail.decode("utf-8", "replace").strip()
+        lines = [ln for ln in tail.splitlines() if ln.strip()]
         return f": {' | '.join(lines[-3:])[-300:]}" if lines else ""
 
     def _stray_output(self) -> bool:
@@ -139,22 +191,37 @@ class _Server:
         self._buf += chunk
         return True  # data, or EOF: either way the next answer cannot be trusted
 
-    def exchange(self, line: bytes, timeout: float) -> bytes:
+    def exchange(
+        self, line: bytes, timeout: float, cancel: _Cancel | None = None, wake: int = -1
+    ) -> bytes:
         """Send one payload line and return the one answer line (without its newline)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + min(timeout, MAX_TIMEOUT)
         if self._stray_output():
             raise _Broken(self._why_stray())
         view = memoryview(line)
         sel = self._sel
         sel.register(self._out, selectors.EVENT_READ)
         sel.register(self._in, selectors.EVENT_WRITE)
+        if cancel is not None:
+            sel.register(wake, selectors.EVENT_READ)
         writing = True
         try:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise _Broken(f"timed out after {timeout:g}s")
-                for key, _ in sel.select(remaining):
+                if cancel is not None and cancel.is_set():
+                    raise _Broken("cancelled")
+                # stderr first: a line printed before the answer is logged before it.
+                events = sorted(sel.select(remaining), key=lambda e: e[0].fd != self._err)
+                for key, _ in events:
+                    if key.fd == self._err:
+                        self._drain_stderr()
+                        continue
+                    if key.fd == wake:
+                        with contextlib.suppress(OSError):
+                            os.read(wake, 512)
+                        continue
                     if key.fd == self._in:
                         try:
                             n = os.write(self._in, view[:_CHUNK])
@@ -184,7 +251,7 @@ class _Server:
                     if len(self._buf) > STDOUT_CAP:
                         raise _Broken(f"output exceeded {STDOUT_CAP} bytes")
         finally:
-            for fd in (self._out, self._in):
+            for fd in (self._out, self._in, wake):
                 with contextlib.suppress(KeyError, ValueError):
                     sel.unregister(fd)
 
@@ -231,27 +298,43 @@ class _Server:
         kill_group(proc.pid)
         with contextlib.suppress(ChildProcessError):
             proc.wait()
-        for stream in (proc.stdin, proc.stdout):
+        if self._groups is not None:
+            self._groups.discard(proc.pid)
+        self._drain_stderr()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        self._pump.join(0.5)
-        with contextlib.suppress(OSError):
-            if proc.stderr is not None:
-                proc.stderr.close()
         self._sel.close()
 
 
 class _Slot:
-    """The hook's current server, shared with the finalizer (which must not hold the hook)."""
+    """The hook's current server and wake pipe, shared with the finalizer (which must
+    not hold the hook). Only the process that started a server stops it: a forked
+    child exiting must not kill its parent's server."""
 
     def __init__(self) -> None:
         self.server: _Server | None = None
+        self.owner = os.getpid()
+        self.wake_r, self.wake_w = os.pipe()
+        for fd in (self.wake_r, self.wake_w):
+            os.set_blocking(fd, False)
 
     def stop(self, grace: float = STOP_GRACE) -> None:
         server, self.server = self.server, None
-        if server is not None:
+        if server is not None and os.getpid() == self.owner:
             server.stop(grace)
+
+    def close(self, grace: float = STOP_GRACE) -> None:
+        self.stop(grace)
+        for fd in (self.wake_r, self.wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.wake_r = self.wake_w = -1
+
+    def wake(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self.wake_w, b"x")
 
 
 class PersistentHook(ExecutableHook):
@@ -266,16 +349,23 @@ class PersistentHook(ExecutableHook):
         plugin_root: Path | None = None,
         default_cwd: str = "",
         env: Mapping[str, str] | None = None,
+        groups: ProcessGroups | None = None,
     ) -> None:
         super().__init__(
-            name, path, event, plugin_root=plugin_root, default_cwd=default_cwd, env=env
+            name,
+            path,
+            event,
+            plugin_root=plugin_root,
+            default_cwd=default_cwd,
+            env=env,
+            groups=groups,
         )
         self._lock = threading.Lock()
         self._slot = _Slot()
         self._failures = 0
         self._retry_at = 0.0
         self._closed = False
-        self._finalizer = weakref.finalize(self, self._slot.stop, STOP_GRACE)
+        self._finalizer = weakref.finalize(self, self._slot.close, STOP_GRACE)
         self.starts = 0
 
     @property
@@ -302,7 +392,7 @@ class PersistentHook(ExecutableHook):
                 f"server failed {self._failures} times in a row; next restart in {wait:.1f}s"
             )
         try:
-            server = _Server(self.name, [str(self.path), "serve"], cwd, self._env)
+            server = _Server(self.name, [str(self.path), "serve"], cwd, self._env, self.groups)
         except OSError as exc:
             self._failed(str(exc))
             raise HookFailure(f"cannot run {self.path}: {exc.strerror or exc}") from None
@@ -317,17 +407,30 @@ class PersistentHook(ExecutableHook):
 
     def run(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         """Send the payload to the server; the parsed JSON answer, or None for ``{}``."""
-        line = self._encode(payload) + b"\n"
-        with self._lock:
+        return self._call(self._encode(payload) + b"\n", self._cwd(payload), timeout, None)
+
+    def _call(self, line: bytes, cwd: str | None, timeout: float, cancel: _Cancel | None) -> Any:
+        if cancel is None:
+            self._lock.acquire()
+        else:
+            while not self._lock.acquire(timeout=0.05):
+                if cancel.is_set():
+                    raise HookFailure("cancelled")
+        try:
             if self._closed:
                 raise HookFailure("hook is closed")
-            server = self._server(self._cwd(payload))
+            if cancel is not None and cancel.is_set():
+                raise HookFailure("cancelled")
+            server = self._server(cwd)
             try:
-                answer = server.exchange(line, timeout)
+                answer = server.exchange(line, timeout, cancel, self._slot.wake_r)
             except _Broken as exc:
                 self._slot.stop(0.0)
                 self._failed(str(exc))
                 raise HookFailure(str(exc)) from None
+            except BaseException:
+                self._slot.stop(0.0)  # interrupted mid-exchange: it is out of step
+                raise
             try:
                 result = parse_answer(answer, empty=EMPTY_LINE)
                 extra = server.leftover()
@@ -339,9 +442,29 @@ class PersistentHook(ExecutableHook):
                 raise
             self._failures = 0
             return result
+        finally:
+            self._lock.release()
 
     async def arun(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
-        return await asyncio.to_thread(self.run, payload, timeout=timeout)
+        """The same exchange in a worker thread. Cancelling the awaiting task wakes the
+        thread's selector: the server's group is killed and reaped, and the thread has
+        finished, before ``CancelledError`` propagates."""
+        line = self._encode(payload) + b"\n"
+        cancel = _Cancel()
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self._call, line, self._cwd(payload), timeout, cancel)
+        future = loop.run_in_executor(None, call)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.flag.set()
+            self._slot.wake()
+            while not future.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({future})
+            if not future.cancelled():
+                future.exception()  # the call's own failure is moot: the task was cancelled
+            raise
 
     def close(self) -> None:
         """Stop the server; later calls fail instead of starting a new one."""

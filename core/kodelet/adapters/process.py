@@ -15,10 +15,14 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 import attrs
+
+from ..config import MAX_TIMEOUT
 
 STDOUT_CAP = 1024 * 1024
 STDERR_TAIL = 4096
@@ -35,13 +39,14 @@ class ProcessResult:
     timed_out: bool = False
     overflow: bool = False
     duration: float = 0.0
+    stdout_cap: int = STDOUT_CAP
 
     def failure(self, timeout: float) -> str | None:
         """Why this run counts as the hook's failure, or None if it succeeded."""
         if self.timed_out:
             return f"timed out after {timeout:g}s"
         if self.overflow:
-            return f"output exceeded {STDOUT_CAP} bytes"
+            return f"output exceeded {self.stdout_cap} bytes"
         if self.returncode is not None and self.returncode < 0:
             try:
                 sig = signal.Signals(-self.returncode).name
@@ -68,6 +73,88 @@ def kill_group(pid: int) -> None:
     """SIGKILL a hook's whole session: its children die with it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+class ProcessGroups:
+    """The process groups of one runtime's hooks that are alive right now.
+
+    A runtime owns one and hands it to whatever starts hook processes; each
+    process is in it from its start until it is reaped. :meth:`kill_all` is what
+    a SIGTERM or SIGHUP to the host must do before the host dies (see
+    :func:`killing_on_signals`), so no hook, per-call or persistent, is left
+    running orphaned. No lock: the set is changed and copied by single C-level
+    operations, and :meth:`kill_all` runs inside a signal handler, where waiting
+    on a lock the interrupted code holds would deadlock."""
+
+    def __init__(self) -> None:
+        self._pids: set[int] = set()
+        self._owner = os.getpid()
+
+    def add(self, pid: int) -> None:
+        self._pids.add(pid)
+
+    def discard(self, pid: int) -> None:
+        self._pids.discard(pid)
+
+    def __len__(self) -> int:
+        return len(self._pids)
+
+    def kill_all(self) -> None:
+        """SIGKILL every live group; in a forked child, whose groups these are not, nothing."""
+        if os.getpid() != self._owner:
+            return
+        for pid in list(self._pids):
+            kill_group(pid)
+
+
+HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Killable(Protocol):
+    """What :func:`killing_on_signals` kills: a :class:`ProcessGroups`, or a runtime."""
+
+    def kill_all(self) -> None: ...
+
+
+@contextlib.contextmanager
+def killing_on_signals(
+    groups: Killable, signals: Sequence[signal.Signals] = HOST_SIGNALS
+) -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP kill every hook group in ``groups`` first, then
+    do what they did before (the previous handler, or the default: the host dies).
+
+    A signal handler is process-wide state, and this is the one place kodelet
+    installs one; nothing else could work, since the default action of these
+    signals ends the process without running any Python code (no ``finally``, no
+    finalizer), and hooks run in sessions of their own, out of reach of the
+    signal sent to the host's group. A signal the host ignores (``nohup``) stays
+    ignored. Only the main thread can install handlers; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        groups.kill_all()
+        before = previous.get(signum, signal.SIG_DFL)
+        if callable(before):
+            before(signum, frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for sig in signals:
+        old = signal.getsignal(sig)
+        if old is signal.SIG_IGN or old is None:
+            continue
+        previous[sig] = old
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            if signal.getsignal(signum) is handler:
+                signal.signal(signum, before)
 
 
 def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -106,9 +193,11 @@ def run_process(
     env: Mapping[str, str],
     timeout: float,
     stdout_cap: int = STDOUT_CAP,
+    groups: ProcessGroups | None = None,
 ) -> ProcessResult:
+    """Run one hook process; ``groups`` holds its group while it runs (see ProcessGroups)."""
     start = time.monotonic()
-    deadline = start + timeout
+    deadline = start + min(timeout, MAX_TIMEOUT)
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -123,6 +212,8 @@ def run_process(
     except OSError as exc:
         raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
+    if groups is not None:
+        groups.add(proc.pid)
     out = bytearray()
     err = bytearray()
     timed_out = overflow = False
@@ -198,6 +289,8 @@ def run_process(
         for f in (proc.stdin, proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
                 f.close()
+        if groups is not None:
+            groups.discard(proc.pid)
     return ProcessResult(
         returncode=proc.returncode,
         stdout=bytes(out[:stdout_cap]) if overflow else bytes(out),
@@ -205,6 +298,7 @@ def run_process(
         timed_out=timed_out,
         overflow=overflow,
         duration=time.monotonic() - start,
+        stdout_cap=stdout_cap,
     )
 
 
@@ -256,6 +350,7 @@ def run_batch(
     timeout: float,
     stdout_cap: int = STDOUT_CAP,
     limit: int = 16,
+    groups: ProcessGroups | None = None,
 ) -> list[ProcessResult | SpawnError]:
     """Run many short processes at once from this thread, each as :func:`run_process` would.
 
@@ -267,6 +362,7 @@ def run_batch(
     a thousand jobs never become a thousand processes. Every process is reaped
     before this returns, whatever happens. Results come in the order of ``jobs``.
     """
+    timeout = min(timeout, MAX_TIMEOUT)
     results: list[ProcessResult | SpawnError | None] = [None] * len(jobs)
     waiting = collections.deque(range(len(jobs)))
     running: set[_Running] = set()
@@ -291,6 +387,8 @@ def run_batch(
         if run.timed_out or run.overflow or run.pipes:
             kill_group(run.proc.pid)
         run.proc.wait()
+        if groups is not None:
+            groups.discard(run.proc.pid)
         close(run)
         run.done = True
         running.discard(run)
@@ -302,6 +400,7 @@ def run_batch(
             timed_out=run.timed_out,
             overflow=run.overflow,
             duration=time.monotonic() - run.start,
+            stdout_cap=stdout_cap,
         )
 
     def spawn(index: int) -> _Running:
@@ -321,6 +420,8 @@ def run_batch(
         except OSError as exc:
             raise _spawn_error(job.argv, exc, job.cwd) from None
         run = _Running(index, proc, start, timeout)
+        if groups is not None:
+            groups.add(proc.pid)
         assert proc.stdout and proc.stderr
         try:
             for fobj, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
@@ -329,6 +430,8 @@ def run_batch(
         except BaseException:
             kill_group(proc.pid)
             proc.wait()
+            if groups is not None:
+                groups.discard(proc.pid)
             close(run)
             raise
         return run
@@ -414,6 +517,8 @@ def run_batch(
         for run in list(running):
             kill_group(run.proc.pid)
             run.proc.wait()
+            if groups is not None:
+                groups.discard(run.proc.pid)
             close(run)
         raise
     finally:
@@ -451,10 +556,13 @@ async def arun_process(
     timeout: float,
     stdout_cap: int = STDOUT_CAP,
     on_output: Callable[[str, bytes], None] | None = None,
+    groups: ProcessGroups | None = None,
 ) -> ProcessResult:
-    """Like :func:`run_process`; ``on_output("stdout" | "stderr", chunk)`` sees each chunk
-    as it is read, for hosts that show a hook's progress while it runs."""
+    """:func:`run_process` for asyncio; cancelling it kills and reaps the group first.
+    ``on_output("stdout" | "stderr", chunk)`` sees each chunk as it is read, for hosts
+    that show a hook's progress while it runs."""
     start = time.monotonic()
+    timeout = min(timeout, MAX_TIMEOUT)
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -468,6 +576,8 @@ async def arun_process(
     except OSError as exc:
         raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
+    if groups is not None:
+        groups.add(proc.pid)
     out = bytearray()
     err = bytearray()
     state = {"overflow": False}
@@ -531,6 +641,8 @@ async def arun_process(
         if proc.returncode is None:
             kill_group(proc.pid)
             await proc.wait()
+        if groups is not None:
+            groups.discard(proc.pid)
         transport = getattr(proc, "_transport", None)
         if transport is not None:
             transport.close()
@@ -542,4 +654,5 @@ async def arun_process(
         timed_out=timed_out,
         overflow=overflow,
         duration=time.monotonic() - start,
+        stdout_cap=stdout_cap,
     )

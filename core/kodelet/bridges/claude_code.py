@@ -160,13 +160,14 @@ def run_hook(
     if prepared is None:
         return None
     _, payload, values = prepared
-    from ..assembly import load_runtime
+    from ..assembly import hooks_die_with_host, load_runtime
 
     # Claude Code reads stdout as the answer (and, for some events, as text for
     # the model): a plugin's stray print must not end up there.
     with (
         contextlib.redirect_stdout(sys.stderr),
         load_runtime(cwd=values["cwd"], no_hooks=no_hooks, claude=False) as runtime,
+        hooks_die_with_host(runtime),
     ):
         dispatch = runtime.dispatch(payload)
     if trace is not None:

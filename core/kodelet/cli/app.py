@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -105,4 +107,22 @@ def main() -> None:
     except typer.Abort:
         typer.echo("kodelet: aborted", err=True)
         code = 130
+    except OSError as exc:  # stdout full or closed (`> /dev/full`, `| head`)
+        _stdout_failed(exc)
+        code = 1
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        _stdout_failed(exc)
+        code = 1
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _stdout_failed(exc: OSError) -> None:
+    """One line on stderr; stdout is then pointed at /dev/null so Python's own flush at
+    exit cannot print a traceback about the same broken stream."""
+    with contextlib.suppress(OSError):
+        sys.stderr.write(f"kodelet: error: cannot write output: {exc.strerror or exc}\n")
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import attrs
 import typer
 
-from ..assembly import load_runtime
+from ..assembly import hooks_die_with_host, load_runtime
 from ..config import ConfigError
 from ..runtime import Runtime
 
@@ -44,9 +44,11 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def make_runtime(ctx: typer.Context, **kwargs: Any) -> Runtime:
     st = state(ctx)
     try:
-        return load_runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
+        runtime = load_runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
     except ConfigError as exc:
         fail(str(exc), 2)
+    ctx.with_resource(hooks_die_with_host(runtime))
+    return runtime
 
 
 def print_json(data: Any, *, one_line: bool = False) -> None:

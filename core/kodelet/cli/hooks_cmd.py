@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from .. import jsonio
 from ..adapters.claude_settings import load_hooks
 from ..config import Config, ConfigError, load_config
 from ..config_edit import set_disabled_plugins, set_key
@@ -91,19 +92,22 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _read_payload(source: str | None) -> dict[str, Any]:
+    """The payload JSON, read with the same caps and strictness as everything from disk:
+    a FIFO, /dev/zero, a huge or deeply nested file is a one-line error, not a hang."""
     if source is None:
         return {}
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read payload {source}: {exc.strerror or exc}", 2)
-    except UnicodeDecodeError:
-        fail(f"cannot read payload {source}: not UTF-8", 2)
     where = "stdin" if source == "-" else source
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        fail(f"payload {where} is not valid JSON: {exc}", 2)
+        raw = (
+            jsonio.read_stream(sys.stdin.buffer, "the payload on stdin")
+            if source == "-"
+            else jsonio.read_file(source, f"payload {source}")
+        )
+        data = jsonio.loads(raw, f"payload {where}")
+    except jsonio.JSONError as exc:
+        fail(f"payload {where} is not valid JSON: {exc.detail}" if exc.syntax else str(exc), 2)
+    except (jsonio.FileError, ValueError) as exc:
+        fail(str(exc), 2)
     if not isinstance(data, dict):
         fail(f"payload {where} must be a JSON object, not {type(data).__name__}", 2)
     return data
@@ -137,12 +141,14 @@ def run(
     # are the payload models' own.
     data.setdefault("cwd", str(state(ctx).cwd))
     try:
-        model = payload_from_wire(ev, data)
+        model = payload_from_wire(ev, data, strict=True)
     except WireError as exc:
         fail(f"invalid payload: {exc}", 2)
     rt = make_runtime(ctx, timeout=timeout)
     try:
         result = rt.dispatch(model)
+    except ValueError as exc:  # over the payload bounds: refused before any hook ran
+        fail(f"invalid payload: {exc}", 2)
     finally:
         rt.close()
     if trace:

@@ -35,16 +35,17 @@ names they expect; unknown tools keep their own name.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from .. import jsonio
 from ..claude.mapping import TOOL_NAMES
 from ..payloads import StructuredToolResult
 from .format import (
+    REPLAY_DEPTH,
     AssistantItem,
     AutoCompact,
     CompactionItem,
@@ -362,8 +363,8 @@ def import_lines(lines: list[str], name: str = "transcript") -> RecordedSession:
         if not text.strip():
             continue
         try:
-            entry = json.loads(text)
-        except json.JSONDecodeError:
+            entry = jsonio.loads(text, "entry", max_depth=REPLAY_DEPTH)
+        except jsonio.JSONError:
             skipped.setdefault("not valid JSON", []).append(number)
             continue
         why = _usable(entry)

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .. import jsonio
+from ..bounds import MAX_DEPTH
 from ..errors import KodeletError
 from ..payloads import StructuredToolResult, UsageInfo
 from ..wire import converter
@@ -372,12 +374,20 @@ def from_data(data: Any) -> RecordedSession:
     )
 
 
+REPLAY_CAP = 64 * 1024 * 1024
+"""Largest session or transcript file read, in bytes."""
+REPLAY_DEPTH = MAX_DEPTH + 8
+"""A recorded payload sits a few levels inside a session file (items[i].tool_calls[j])."""
+
+
 def loads(text: str, name: str = "session") -> RecordedSession:
     """Parse and validate; every error message starts with ``name``."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SessionFormatError(f"{name}: not valid JSON: {exc}") from None
+        data = jsonio.loads(text, name, max_depth=REPLAY_DEPTH)
+    except jsonio.JSONError as exc:
+        if exc.syntax:
+            raise SessionFormatError(f"{name}: not valid JSON: {exc.detail}") from None
+        raise SessionFormatError(str(exc)) from None
     try:
         return from_data(data)
     except SessionFormatError as exc:
@@ -387,16 +397,16 @@ def loads(text: str, name: str = "session") -> RecordedSession:
 def read_text(path: str | Path, kind: str) -> str:
     """A file's text, or a one-line :class:`SessionFormatError` naming the path and why
     it cannot be read (``kind`` is what a directory was mistaken for)."""
+    if Path(path).is_dir():
+        raise SessionFormatError(f"{path}: is a directory, not {kind}")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return jsonio.read_file(path, kind, cap=REPLAY_CAP).decode("utf-8")
     except FileNotFoundError:
         raise SessionFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SessionFormatError(f"{path}: is a directory, not {kind}") from None
     except UnicodeDecodeError:
         raise SessionFormatError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise SessionFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except jsonio.FileError as exc:
+        raise SessionFormatError(str(exc)) from None
 
 
 def load(path: str | Path) -> RecordedSession:

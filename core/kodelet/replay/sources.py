@@ -19,7 +19,7 @@ from typing import Literal
 
 import attrs
 
-from .format import RecordedSession, SessionFormatError, from_data, read_text
+from .format import RecordedSession, SessionFormatError, loads, read_text
 
 Format = Literal["auto", "kodelet", "claude"]
 SUFFIXES = (".json", ".jsonl")
@@ -70,14 +70,7 @@ def parse(text: str, name: str, fmt: Format = "auto") -> RecordedSession:
         from .claude import import_text
 
         return import_text(text, name)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SessionFormatError(f"{name}: not valid JSON: {exc}") from None
-    try:
-        return from_data(data)
-    except SessionFormatError as exc:
-        raise SessionFormatError(f"{name}: {exc}") from None
+    return loads(text, name)
 
 
 def load(source: Source, fmt: Format = "auto") -> RecordedSession:
