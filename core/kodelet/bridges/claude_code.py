@@ -189,7 +189,18 @@ def _setup_logging() -> None:
     logging.basicConfig(level=level, format="kodelet: %(levelname)s: %(message)s")
 
 
-USAGE = "usage: kodelet claude hook [--trace] [--trace-file PATH] [--no-hooks]"
+USAGE = "kodelet claude hook [--trace] [--trace-file PATH] [--no-hooks]"
+HELP = f"""Usage: {USAGE}
+
+  The command Claude Code runs: one hook input on stdin, kodelet's answer on
+  stdout in Claude Code's hook output format (docs/CLAUDE.md).
+
+Options:
+  --trace            One JSON line per hook called, on stderr.
+  --trace-file PATH  The same lines, appended to PATH.
+  --no-hooks         Only the built-ins run.
+  -h, --help         Show this message and exit.
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,10 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif arg == "--no-hooks":
                 no_hooks = True
             elif arg in ("-h", "--help"):
-                sys.stdout.write(USAGE + "\n")
+                sys.stdout.write(HELP)
                 return 0
             else:
-                raise HookInputError(f"unknown option {arg!r} ({USAGE})")
+                raise HookInputError(f"unknown option {arg!r} (usage: {USAGE})")
         _setup_logging()
         try:
             data = json.loads(sys.stdin.buffer.read())
