@@ -6,7 +6,9 @@ Native plugins use ``from kodelet import hookimpl``; hosts build a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .assembly import load_runtime
@@ -110,15 +112,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __version__ = "0.1.0"

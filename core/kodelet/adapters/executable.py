@@ -90,6 +90,17 @@ class ExecutableHook:
         cwd = payload.get("cwd") or self.default_cwd
         return str(cwd) if cwd else None
 
+    def _process(self, payload: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+        """``<exe> run`` with the payload on stdin: the same call, sync or asyncio."""
+        return {
+            "argv": [str(self.path), "run"],
+            "data": self._encode(payload),
+            "cwd": self._cwd(payload),
+            "env": self._env,
+            "timeout": timeout,
+            "groups": self.groups,
+        }
+
     def _interpret(self, res: ProcessResult, timeout: float) -> Any:
         problem = res.failure(timeout)
         if problem:
@@ -106,28 +117,14 @@ class ExecutableHook:
     def run(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         """Run ``<exe> run`` with the payload; the parsed JSON answer, or None."""
         try:
-            res = run_process(
-                [str(self.path), "run"],
-                self._encode(payload),
-                cwd=self._cwd(payload),
-                env=self._env,
-                timeout=timeout,
-                groups=self.groups,
-            )
+            res = run_process(**self._process(payload, timeout))
         except SpawnError as exc:
             raise HookFailure(str(exc.strerror)) from None
         return self._interpret(res, timeout)
 
     async def arun(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         try:
-            res = await arun_process(
-                [str(self.path), "run"],
-                self._encode(payload),
-                cwd=self._cwd(payload),
-                env=self._env,
-                timeout=timeout,
-                groups=self.groups,
-            )
+            res = await arun_process(**self._process(payload, timeout))
         except SpawnError as exc:
             raise HookFailure(str(exc.strerror)) from None
         return self._interpret(res, timeout)

@@ -52,7 +52,7 @@ from ..errors import HookFailure
 from ..events import Event
 from ..kinds import Protocol
 from .executable import ExecutableHook, parse_answer
-from .process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group
+from .process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group, spawn_options
 
 log = logging.getLogger("kodelet.persistent")
 
@@ -110,17 +110,7 @@ class _Server:
     ) -> None:
         self.name = name
         self.cwd = cwd
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            close_fds=True,
-            bufsize=0,
-        )
+        self.proc = subprocess.Popen(argv, close_fds=True, bufsize=0, **spawn_options(cwd, env))
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         self._groups = groups
         if groups is not None:

@@ -69,6 +69,20 @@ class SpawnError(OSError):
     """The hook could not be started at all (deleted, not executable, bad cwd)."""
 
 
+def spawn_options(cwd: str | None, env: Mapping[str, str]) -> dict[str, Any]:
+    """How every hook process starts, per call or persistent, sync or asyncio: a pipe
+    for each stream, only the environment given, and a session of its own, so that
+    :func:`kill_group` reaches everything it started."""
+    return {
+        "stdin": subprocess.PIPE,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "cwd": cwd,
+        "env": dict(env),
+        "start_new_session": True,
+    }
+
+
 def kill_group(pid: int) -> None:
     """SIGKILL a hook's whole session: its children die with it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -199,16 +213,7 @@ def run_process(
     start = time.monotonic()
     deadline = start + min(timeout, MAX_TIMEOUT)
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            close_fds=True,
-        )
+        proc = subprocess.Popen(list(argv), close_fds=True, **spawn_options(cwd, env))
     except OSError as exc:
         raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
@@ -564,15 +569,7 @@ async def arun_process(
     start = time.monotonic()
     timeout = min(timeout, MAX_TIMEOUT)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
+        proc = await asyncio.create_subprocess_exec(*argv, **spawn_options(cwd, env))
     except OSError as exc:
         raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
