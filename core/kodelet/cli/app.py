@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -107,8 +108,10 @@ def main() -> None:
     except typer.Abort:
         typer.echo("kodelet: aborted", err=True)
         code = 130
-    except OSError as exc:  # stdout full or closed (`> /dev/full`, `| head`)
-        _stdout_failed(exc)
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        _stdout_failed(exc)  # stdout full or closed (`> /dev/full`, `| head`)
         code = 1
     try:
         sys.stdout.flush()
@@ -116,6 +119,9 @@ def main() -> None:
         _stdout_failed(exc)
         code = 1
     sys.exit(code if isinstance(code, int) else 0)
+
+
+_OUTPUT_ERRNOS = (errno.EPIPE, errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT)
 
 
 def _stdout_failed(exc: OSError) -> None:

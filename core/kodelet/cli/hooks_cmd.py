@@ -108,6 +108,8 @@ def _read_payload(source: str | None) -> dict[str, Any]:
         fail(f"payload {where} is not valid JSON: {exc.detail}" if exc.syntax else str(exc), 2)
     except (jsonio.FileError, ValueError) as exc:
         fail(str(exc), 2)
+    except OSError as exc:
+        fail(f"cannot read payload {source}: {exc.strerror or exc}", 2)
     if not isinstance(data, dict):
         fail(f"payload {where} must be a JSON object, not {type(data).__name__}", 2)
     return data
