@@ -115,7 +115,9 @@ def canary_hooks(pkg: Path) -> dict[str, Any]:
     its ``src/*.ts`` entry points need a newer node than the one this suite assumes."""
     return {
         "PreToolUse": [
-            command(f'node "{pkg}/dist/pre-tool-use-hook.js"', "Read|NotebookRead|Bash|Grep|mcp__.*")
+            command(
+                f'node "{pkg}/dist/pre-tool-use-hook.js"', "Read|NotebookRead|Bash|Grep|mcp__.*"
+            )
         ],
         "UserPromptSubmit": [command(f'node "{pkg}/dist/user-prompt-submit-hook.js"')],
     }
@@ -140,18 +142,12 @@ def project_settings(project: Path, hooks: dict[str, Any]) -> None:
 
 
 def install_selfish(packages: dict[str, Path], project: Path) -> None:
-    """selfish-pipeline is a Claude Code plugin repository: installed as one, unchanged."""
-    res = run_kodelet(
-        "--cwd",
-        str(project),
-        "plugins",
-        "add",
-        str(packages[SELFISH.name]),
-        "--global",
-        "--name",
-        "npm/selfish-pipeline",
-    )
-    assert res.returncode == 0, res.stderr
+    """selfish-pipeline is a Claude Code plugin repository: placed, unchanged, where
+    installed plugin repositories live (``plugins add`` leaves its scripts/ behind, see
+    test_plugins_add_keeps_the_scripts_hooks_json_names)."""
+    del project
+    dest = Path(os.environ["KODELET_HOME"]) / "plugins" / "npm@selfish-pipeline"
+    shutil.copytree(packages[SELFISH.name], dest)
 
 
 def pipeline_active(project: Path, phase: str, feature: str = "login-form") -> None:
@@ -456,8 +452,9 @@ def test_task_completed_gate_exit_2(packages: dict[str, Path], work: Path) -> No
     cmd, root = selfish_cmd(packages, "selfish-task-completed-gate.sh")
     results, merged = fire(work, "TaskCompleted", cmd, task, plugin_root=root)
     assert results[0].exit_code == 2
-    assert "SELFISH TASK GATE: CI has not been run. Pipeline 'auth'" in (results[0].reason or "")
+    assert results[0].outcome == Outcome.BLOCKING
     assert merged["decision"] == "block"
+    assert merged["reason"].startswith("SELFISH TASK GATE: CI has not been run. Pipeline 'auth'")
 
 
 # -- side effects, PermissionRequest ------------------------------------------------
@@ -531,3 +528,29 @@ def test_the_extracted_packages_are_the_pinned_ones(packages: dict[str, Path]) -
 def test_a_tarball_with_another_hash_is_refused(tmp_path: Path) -> None:
     """The integrity check can fail: a changed byte gives another sha512."""
     assert integrity_of(b"selfish") != integrity_of(b"selfisH")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="plugins add copies only skills/, recipes/ and hooks/, so a Claude Code plugin's "
+    "${CLAUDE_PLUGIN_ROOT}/scripts/... commands are missing (exit 127, non-blocking)",
+)
+def test_plugins_add_keeps_the_scripts_hooks_json_names(
+    packages: dict[str, Path], work: Path
+) -> None:
+    """selfish-pipeline 1.3.0 installed with ``kodelet plugins add DIR``: its bash guard
+    (scripts/selfish-bash-guard.sh) must still be there to deny."""
+    res = run_kodelet(
+        "--cwd",
+        str(work),
+        "plugins",
+        "add",
+        str(packages[SELFISH.name]),
+        "--global",
+        "--name",
+        "npm/selfish-pipeline",
+    )
+    assert res.returncode == 0, res.stderr
+    pipeline_active(work, "implement")
+    push = {"tool_name": "bash", "tool_input": {"command": "git push --force"}}
+    assert hooks_run(work, "before_tool_call", push)["blocked"] is True
