@@ -530,11 +530,6 @@ def test_a_tarball_with_another_hash_is_refused() -> None:
     assert integrity_of(b"selfish") != integrity_of(b"selfisH")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="plugins add copies only skills/, recipes/ and hooks/, so a Claude Code plugin's "
-    "${CLAUDE_PLUGIN_ROOT}/scripts/... commands are missing (exit 127, non-blocking)",
-)
 def test_plugins_add_keeps_the_scripts_hooks_json_names(
     packages: dict[str, Path], work: Path
 ) -> None:

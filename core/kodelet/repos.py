@@ -571,6 +571,13 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def claude_layout(tree: Path) -> bool:
+    """Whether ``tree`` is a plugin in Claude Code's layout (docs/CLAUDE.md)."""
+    return (tree / "hooks" / "hooks.json").is_file() or (
+        tree / ".claude-plugin" / "plugin.json"
+    ).is_file()
+
+
 def add(
     src: PluginSource,
     plugins: Path,
@@ -613,7 +620,14 @@ def add(
             else:
                 tree = Path(src.location)
             repo = os.path.realpath(tree)
-            present = [d for d in PLUGIN_DIRS if os.path.lexists(tree / d)]
+            # A Claude Code plugin's hooks.json runs scripts from anywhere in the plugin
+            # (${CLAUDE_PLUGIN_ROOT}/scripts/...): such a repository is installed whole.
+            whole = claude_layout(tree)
+            present = (
+                sorted(e for e in os.listdir(tree) if e not in (".git", MANIFEST))
+                if whole
+                else [d for d in PLUGIN_DIRS if os.path.lexists(tree / d)]
+            )
             if not present:
                 raise RepoError(
                     f"{src.spec} has no skills/, recipes/ or hooks/ directory; nothing installed"
@@ -622,6 +636,9 @@ def add(
             made.append(staging)
             copier = _Copier(repo, staging, tuple(present))
             for d in present:
+                if whole:
+                    copier.copy(tree / d, staging / d, d)
+                    continue
                 if _within(os.path.realpath(tree / d), repo) and not os.path.isdir(tree / d):
                     raise RepoError(f"{d} in {src.spec} is not a directory; nothing installed")
                 copier.copy(tree / d, staging / d, d)
