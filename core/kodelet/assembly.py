@@ -58,14 +58,23 @@ def load_runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
     third_party = entry_points and not config.no_hooks
+    off = set(disabled) | set(config.disabled_plugins)
     if third_party or builtins:
         for builtin, ep in installed_entry_points(builtins_only=not third_party):
             if (builtin and builtins) or (not builtin and entry_points and not config.no_hooks):
-                runtime.add_plugin(load(ep, builtin))
+                skip = not builtin and (ep.name in off or not config.hook_enabled(ep.name))
+                runtime.add_plugin(load(ep, builtin, disabled=skip))
     for plugin in plugins:
         name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
         runtime.register(obj, name=name)
     if executables and not config.no_hooks:
-        runtime.add_adapter(ExecutableAdapter.load(places, config, env), EXECUTABLES)
+
+        def natives() -> set[str]:
+            return {p.name for p in runtime.plugins} | {
+                ep.name for _, ep in installed_entry_points()
+            }
+
+        adapter = ExecutableAdapter.load(places, config, env, natives=natives)
+        runtime.add_adapter(adapter, EXECUTABLES)
     runtime.configure()
     return runtime
