@@ -365,3 +365,64 @@ def test_hanging_hooks_cost_one_timeout_then_nothing(project: Path, tmp_path: Pa
     assert first < 9, "40 hanging queries run at once: one timeout, not three"
     assert second < 2, "failed answers are cached"
     assert reasons == {"'hook' query gave no answer within 5s"}
+
+
+# -- 5 and 19: native plugins switched off are not imported; exiting at import fails --
+
+
+def _dist(site: Path, name: str, module: str) -> None:
+    """A minimal installed distribution with one ``kodelet.plugins`` entry point."""
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[kodelet.plugins]\n{name} = {name.replace('-', '_')}\n"
+    )
+    (site / f"{name.replace('-', '_')}.py").write_text(module)
+
+
+def _plugin_env(site: Path) -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_plugin_calling_sys_exit_at_import_is_its_load_failure(
+    project: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    _dist(site, "kp-exit", "import sys\nsys.exit(0)\n")
+    res = run_kodelet("--cwd", str(project), "plugins", "list", "--json", env=_plugin_env(site))
+    assert res.returncode == 0, res.stderr
+    (row,) = [r for r in json.loads(res.stdout) if r["name"] == "kp-exit"]
+    assert row["error"] == "import failed: SystemExit: 0"
+    ran = run_kodelet(
+        "--cwd",
+        str(project),
+        "hooks",
+        "run",
+        "before_tool_call",
+        "--payload",
+        "-",
+        stdin='{"tool_name": "bash"}',
+        env=_plugin_env(site),
+    )
+    assert ran.returncode == 0 and json.loads(ran.stdout) == {"blocked": False}
+
+
+@pytest.mark.parametrize(
+    "switch_off",
+    ['[plugins]\ndisabled = ["kp-hang"]\n', '[hooks."kp-hang"]\nenabled = false\n'],
+)
+def test_plugin_switched_off_in_config_is_not_imported(
+    project: Path, tmp_path: Path, switch_off: str
+) -> None:
+    site = tmp_path / "site"
+    mark = tmp_path / "imported"
+    _dist(site, "kp-hang", f"open({str(mark)!r}, 'w').close()\nimport time\ntime.sleep(600)\n")
+    (project / ".kodelet" / "config.toml").write_text(switch_off)
+    for argv in (("plugins", "list", "--json"), ("hooks", "list", "--json")):
+        res = run_kodelet("--cwd", str(project), *argv, env=_plugin_env(site), timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert not mark.exists()
+    table = run_kodelet("--cwd", str(project), "plugins", "list", env=_plugin_env(site))
+    assert "kp-hang: disabled in config.toml" in table.stdout
+    assert not mark.exists()
