@@ -426,3 +426,15 @@ def test_plugin_switched_off_in_config_is_not_imported(
     table = run_kodelet("--cwd", str(project), "plugins", "list", env=_plugin_env(site))
     assert "kp-hang: disabled in config.toml" in table.stdout
     assert not mark.exists()
+
+
+def test_control_characters_in_a_plugin_manifest_are_escaped(project: Path) -> None:
+    repo = project / ".kodelet" / "plugins" / "acme@tools"
+    (repo / "hooks").mkdir(parents=True)
+    (repo / ".kodelet-plugin.json").write_text(
+        json.dumps({"source": "https://x\x1b[2J\r\nacme/fake: evil", "ref": "main\x9b1A"})
+    )
+    res = run_kodelet("--cwd", str(project), "plugins", "list")
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stdout and "\x9b" not in res.stdout and "\r" not in res.stdout
+    assert "https://x\\x1b[2J\\r\\nacme/fake: evil @ main\\x9b1A" in res.stdout

@@ -37,7 +37,7 @@ def state(ctx: typer.Context) -> State:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One line on stderr, no traceback, and the exit code the contract names."""
-    typer.echo(f"kodelet: error: {message}", err=True)
+    typer.echo(f"kodelet: error: {printable(message)}", err=True)
     raise typer.Exit(code)
 
 

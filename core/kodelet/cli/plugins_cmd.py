@@ -148,7 +148,7 @@ def add(
         fail(str(exc), 1)
     except OSError as exc:
         fail(f"cannot install {source}: {exc.strerror or exc}", 1)
-    typer.echo(f"Installed {installed.name}:")
+    typer.echo(printable(f"Installed {installed.name}:"))
     typer.echo(f"  Skills:  {len(installed.skills)}")
     typer.echo(f"  Recipes: {len(installed.recipes)}")
     typer.echo(f"  Hooks:   {len(installed.hooks)}")
