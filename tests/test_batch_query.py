@@ -276,5 +276,6 @@ def test_cache_with_its_own_query_still_batches_its_misses(tmp_path: Path) -> No
     cache = DiscoveryCache(tmp_path / "cache", query=fake)
     answers = [outcome(a) for a in cache.query_many(paths)]
     assert answers == [(Event.AFTER_TURN, ()), "no", (Event.AFTER_TURN, ())]
-    assert asked == paths and cache.misses == 2
-    assert cache.peek(paths[0]) == (Event.AFTER_TURN, ()) and cache.peek(paths[1]) is None
+    assert asked == paths and cache.misses == 3
+    assert cache.peek(paths[0]) == (Event.AFTER_TURN, ())
+    assert outcome(cache.peek(paths[1])) == "no", "a failure is kept too"
