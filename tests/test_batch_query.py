@@ -233,7 +233,7 @@ def test_empty_batch(tmp_path: Path) -> None:
 def test_discovery_through_the_cache_asks_each_file_once(
     project: Path, kodelet_home: Path, tmp_path: Path
 ) -> None:
-    """Misses are asked in one batch and kept; failures are not kept, so asked again."""
+    """Misses are asked in one batch and kept, failures too (keyed by the file's stat)."""
     d = project / ".kodelet" / "hooks"
     log = tmp_path / "asked"
     for i in range(6):
@@ -243,7 +243,7 @@ def test_discovery_through_the_cache_asks_each_file_once(
     cache = DiscoveryCache(kodelet_home / CACHE_DIR)
     first = discover(places, query=cache)
     cache.save()
-    assert (cache.hits, cache.misses) == (0, 6)
+    assert (cache.hits, cache.misses) == (0, 7)
     assert sorted(log.read_text().split()) == sorted([*map(str, range(6)), "bad"])
     assert {h.name: h.status for h in first} == {
         **{f"good{i}": "active" for i in range(6)},
@@ -253,8 +253,8 @@ def test_discovery_through_the_cache_asks_each_file_once(
     log.unlink()
     again = DiscoveryCache(kodelet_home / CACHE_DIR)
     second = discover(places, query=again)
-    assert (again.hits, again.misses) == (6, 0)
-    assert log.read_text().split() == ["bad"]
+    assert (again.hits, again.misses) == (7, 0)
+    assert not log.exists()
     assert [(h.name, h.status, h.event, h.reason) for h in second] == [
         (h.name, h.status, h.event, h.reason) for h in first
     ]
@@ -276,5 +276,6 @@ def test_cache_with_its_own_query_still_batches_its_misses(tmp_path: Path) -> No
     cache = DiscoveryCache(tmp_path / "cache", query=fake)
     answers = [outcome(a) for a in cache.query_many(paths)]
     assert answers == [(Event.AFTER_TURN, ()), "no", (Event.AFTER_TURN, ())]
-    assert asked == paths and cache.misses == 2
-    assert cache.peek(paths[0]) == (Event.AFTER_TURN, ()) and cache.peek(paths[1]) is None
+    assert asked == paths and cache.misses == 3
+    assert cache.peek(paths[0]) == (Event.AFTER_TURN, ())
+    assert outcome(cache.peek(paths[1])) == "no", "a failure is kept too"

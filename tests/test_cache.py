@@ -197,13 +197,16 @@ def test_no_cache_env_ignores_an_existing_cache(
     assert queries(ma) == 2
 
 
-def test_failed_query_is_not_cached(project: Path, tmp_path: Path) -> None:
+def test_failed_query_is_cached_until_the_file_changes(project: Path, tmp_path: Path) -> None:
     marker = tmp_path / "q"
-    write_hook(project / ".kodelet" / "hooks", "bad", hook_text(marker, "nonsense"))
+    path = write_hook(project / ".kodelet" / "hooks", "bad", hook_text(marker, "nonsense"))
     for _ in range(2):
         (hook,) = discovered(load(project))
         assert hook.status == "skipped" and "nonsense" in hook.reason
-    assert queries(marker) == 2
+    assert queries(marker) == 1
+    path.write_text(hook_text(marker, "before_tool_call"))
+    (hook,) = discovered(load(project))
+    assert (hook.status, hook.event, queries(marker)) == ("active", Event.BEFORE_TOOL_CALL, 2)
 
 
 def test_protocol_words_are_cached(project: Path, tmp_path: Path) -> None:

@@ -279,10 +279,17 @@ def test_no_hooks_keeps_only_builtins(project: Path) -> None:
     rows = hook_rows(project)
     assert "deny" in [r["name"] for r in rows]
     res = run_kodelet("--cwd", str(project), "--no-hooks", "hooks", "list", "--json")
-    assert [r["name"] for r in json.loads(res.stdout)] == ["builtin:compact-trigger"]
+    listed = json.loads(res.stdout)
+    active = [r["name"] for r in listed if r["status"] == "active"]
+    assert active == ["builtin:compact-trigger"]
+    # The files are still shown, never run: their event comes from the discovery cache.
+    (deny,) = [r for r in listed if r["name"] == "deny"]
+    assert (deny["status"], deny["event"]) == ("skipped", "before_tool_call")
+    assert str(deny["reason"]).startswith("not run: --no-hooks; trusted")
     note = "native plugins and executable hooks are switched off; only built-ins run)\n"
     table = run_kodelet("--cwd", str(project), "--no-hooks", "hooks", "list").stdout
-    assert table.startswith("(--no-hooks: " + note + "\nbefore_tool_call\n  (no hooks)")
+    assert table.startswith("(--no-hooks: " + note + "\nbefore_tool_call\n  #  NAME")
+    assert "\n  -  deny  " in table and "not run: --no-hooks" in table
     env = {"KODELET_NO_HOOKS": "1"}
     table = run_kodelet("--cwd", str(project), "hooks", "list", env=env).stdout
     assert table.startswith("(env KODELET_NO_HOOKS: " + note)

@@ -228,8 +228,12 @@ def test_directories_are_not_hooks(project: Path, places: dict[str, Path]) -> No
     sub.chmod(0o755)
     hook(places["global"], "helpers", "agent_stop")
     with runtime(project) as rt:
-        found = [(h.name, h.status, h.path.parent) for h in discovered(rt)]
-    assert found == [("helpers", "active", places["global"])]
+        found = [(h.name, h.status, h.reason, h.path.parent) for h in discovered(rt)]
+    # Listed, so that a guardrail replaced by a directory does not vanish unseen.
+    assert found == [
+        ("helpers", "active", "", places["global"]),
+        ("helpers", "skipped", "a directory", places["local"]),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
 from .adapters.process import killing_on_signals
 from .config import Config, load_config
+from .events import Event
 from .loading import entry_points as installed_entry_points
 from .loading import load
 from .places import Places
@@ -73,17 +74,33 @@ def load_runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
     third_party = entry_points and not config.no_hooks
+    off = set(disabled) | set(config.disabled_plugins)
     if third_party or builtins:
         for builtin, ep in installed_entry_points(builtins_only=not third_party):
             if (builtin and builtins) or (not builtin and entry_points and not config.no_hooks):
-                runtime.add_plugin(load(ep, builtin))
+                skip = not builtin and (ep.name in off or not config.hook_enabled(ep.name))
+                runtime.add_plugin(load(ep, builtin, disabled=skip))
     for plugin in plugins:
         name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
         runtime.register(obj, name=name)
-    if executables and not config.no_hooks:
-        runtime.add_adapter(ExecutableAdapter.load(places, config, env), EXECUTABLES)
+    claude_hooks = None
     if claude and config.claude_hooks and not config.no_hooks:
-        adapter = ClaudeCodeAdapter.load(places, config, env, transcript_path=transcript_path)
-        runtime.add_adapter(adapter, CLAUDE)
+        claude_hooks = ClaudeCodeAdapter.load(places, config, env, transcript_path=transcript_path)
+    if executables and not config.no_hooks:
+
+        def natives() -> set[str]:
+            """Every name a [hooks."<name>"] table may mean besides the hook files."""
+            names = {p.name for p in runtime.plugins} | {
+                ep.name for _, ep in installed_entry_points()
+            }
+            if claude_hooks is not None:
+                names |= {row.name for row in claude_hooks.discovered}
+                names |= {h.name for e in Event for h in claude_hooks.kodelet_hooks(e)}
+            return names
+
+        adapter = ExecutableAdapter.load(places, config, env, natives=natives)
+        runtime.add_adapter(adapter, EXECUTABLES)
+    if claude_hooks is not None:  # the call order comes from ranks, not from this order
+        runtime.add_adapter(claude_hooks, CLAUDE)
     runtime.configure()
     return runtime

@@ -6,9 +6,11 @@ plugins``); hosts and tests can ask the same questions without a shell.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .adapters.claude_code import NAME as CLAUDE
+from .adapters.discovery import DISABLED_IN_CONFIG, DiscoveredHook
 from .adapters.executables import NAME as EXECUTABLES
 from .events import Event
 from .kinds import Source, Status
@@ -16,7 +18,7 @@ from .loading import PluginInfo
 from .recipes.loader import builtin_recipes
 from .runtime import Runtime
 
-DISABLED_IN_CONFIG = "disabled in config.toml"
+__all__ = ["DISABLED_IN_CONFIG", "hook_rows", "implemented", "plugin_rows"]
 
 
 def implemented(runtime: Runtime, plugin: Any) -> list[Event]:
@@ -49,11 +51,15 @@ def _row(
     }
 
 
-def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any]]:
+def hook_rows(
+    runtime: Runtime, only: Event | None = None, files: Sequence[DiscoveredHook] | None = None
+) -> list[dict[str, Any]]:
     """Active hooks per event in call order, then the ones that will not run and why;
-    what has no known event (could not be asked or loaded) comes last, under every filter."""
+    what has no known event (could not be asked or loaded) comes last, under every filter.
+    ``files`` (from :func:`~kodelet.adapters.discovery.inspect`) lists executables
+    that were looked at but not run, for a runtime built without them."""
     adapter = runtime.adapters.get(EXECUTABLES)
-    discovered = [] if adapter is None else adapter.discovered
+    discovered = list(files or ()) if adapter is None else adapter.discovered
     claude = runtime.adapters.get(CLAUDE)
     claude_off = [] if claude is None else claude.discovered
     natives_off = [

@@ -68,7 +68,9 @@ def _name(ep: Any) -> str:
     return str(ep.name)
 
 
-def load(ep: Any, builtin: bool) -> PluginInfo:
+def load(ep: Any, builtin: bool, *, disabled: bool = False) -> PluginInfo:
+    """The plugin an entry point names; ``disabled`` records it without importing it,
+    so a plugin switched off in config.toml runs no code at all."""
     dist = ep.dist
     info = PluginInfo(
         name=ep.name,
@@ -76,13 +78,18 @@ def load(ep: Any, builtin: bool) -> PluginInfo:
         location="builtin" if builtin else "installed",
         version=None if dist is None else dist.version,
     )
+    if disabled:
+        info.disabled = True
+        info.path = _path_of(None, ep, dist)
+        return info
     try:
         target = ep.load()
         # An entry point naming a class gets one instance per runtime, so a
         # plugin's settings from ``configure`` never leak between runtimes.
         info.plugin = target() if inspect.isclass(target) else target
     except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
+        # SystemExit at import is the plugin's failure, not a request to stop the host.
+        if isinstance(exc, KeyboardInterrupt):
             raise
         info.error = f"import failed: {type(exc).__name__}: {exc}"
         log.warning("plugin %s failed to load: %s", ep.name, info.error)

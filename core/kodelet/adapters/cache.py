@@ -9,8 +9,15 @@ one file re-queries that file only.
 
 The cache is an optimisation, never a source of truth: a corrupt, unreadable or
 unwritable cache file is ignored (and rewritten when possible), and
-``KODELET_NO_CACHE=1`` bypasses it entirely. Failed queries are not cached, so a
-hook that timed out once is asked again next time.
+``KODELET_NO_CACHE=1`` bypasses it entirely. Failed queries are cached too, under
+the same stat key, so a hook that hangs on ``hook`` costs its timeout once, not at
+every start; editing, touching or chmod-ing the file asks it again.
+
+The cache decides which event a hook runs on, so it is trusted like a hook: a
+cache file (or directory) that is group- or world-writable or owned by someone
+else is ignored and not written. And it never answers for a fail-closed hook
+(``fresh``): such a hook is always asked, so no entry can move a guardrail off
+its event.
 """
 
 from __future__ import annotations
@@ -22,13 +29,13 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, parse_event
 from ..places import cache_dir
-from .discovery import BATCH_LIMIT, query_event, query_events
+from .discovery import BATCH_LIMIT, NotStarted, query_event, query_events
 
 log = logging.getLogger("kodelet.cache")
 
@@ -67,6 +74,7 @@ class DiscoveryCache:
         self._entries: dict[str, dict[str, Any]] = {}
         self._dirty = False
         self._dirs: dict[str, str] = {}  # directory -> its real path, for this discovery
+        self._ignored = False
         self.hits = 0
         self.misses = 0
         self._load()
@@ -75,7 +83,28 @@ class DiscoveryCache:
     def for_root(cls, global_root: Path, **kw: Any) -> DiscoveryCache:
         return cls(cache_dir(Path(global_root)), **kw)
 
+    def _untrusted(self) -> str | None:
+        """Why the cache file must not be believed: someone else could have written it."""
+        me = os.geteuid()
+        for where in (self.path, self.path.parent):
+            try:
+                st = os.lstat(where)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                return f"{where} is a symlink"
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return f"{where} is group- or world-writable"
+            if st.st_uid not in (me, 0):
+                return f"{where} is owned by uid {st.st_uid}"
+        return None
+
     def _load(self) -> None:
+        why = self._untrusted()
+        if why is not None:
+            log.warning("discovery cache ignored: %s", why)
+            self._ignored = True
+            return
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -97,8 +126,9 @@ class DiscoveryCache:
             return
         self._entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
 
-    def lookup(self, path: Path) -> tuple[str, list[int], Answer | None]:
-        """(real path, stat key, cached answer or None); ``OSError`` if the file is gone."""
+    def lookup(self, path: Path) -> tuple[str, list[int], Answer | ValueError | None]:
+        """(real path, stat key, cached answer, cached failure or None); ``OSError`` if
+        the file is gone."""
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
             real = os.path.realpath(path)
@@ -113,6 +143,8 @@ class DiscoveryCache:
         with self._lock:
             entry = self._entries.get(real)
         if entry is not None and entry.get("stat") == key:
+            if "error" in entry:
+                return real, key, ValueError(str(entry["error"]))
             try:
                 event = parse_event(str(entry["event"]))
                 protocols = tuple(str(p) for p in entry.get("protocols", ()))
@@ -121,7 +153,7 @@ class DiscoveryCache:
             return real, key, (event, protocols)
         return real, key, None
 
-    def peek(self, path: Path) -> Answer | None:
+    def peek(self, path: Path) -> Answer | ValueError | None:
         """The cached answer without running anything, or None if the file must be asked."""
         try:
             answer = self.lookup(path)[2]
@@ -132,32 +164,46 @@ class DiscoveryCache:
                 self.hits += 1
         return answer
 
-    def __call__(self, path: Path) -> Answer:
+    def __call__(self, path: Path, *, fresh: bool = False) -> Answer:
         try:
             real, key, answer = self.lookup(path)
         except OSError:
             return self._query(path)  # the query reports the problem in its own words
-        if answer is not None:
+        if answer is not None and not fresh:
             with self._lock:
                 self.hits += 1
+            if isinstance(answer, ValueError):
+                raise answer
             return answer
         # Stat taken before asking: a file edited while being queried gets a new key next time.
-        answer = self._query(path)
+        try:
+            answer = self._query(path)
+        except ValueError as exc:
+            self._store(real, key, exc)
+            raise
         self._store(real, key, answer)
         return answer
 
-    def _store(self, real: str, key: list[int], answer: Answer) -> None:
-        event, protocols = answer
+    def _store(self, real: str, key: list[int], answer: Answer | ValueError) -> None:
+        if isinstance(answer, NotStarted):
+            return
+        entry: dict[str, Any] = {"stat": key}
+        if isinstance(answer, ValueError):
+            entry["error"] = str(answer)
+        else:
+            entry.update(event=answer[0].value, protocols=list(answer[1]))
         with self._lock:
             self.misses += 1
-            self._entries[real] = {"stat": key, "event": event.value, "protocols": list(protocols)}
+            self._entries[real] = entry
             self._dirty = True
 
     def query_many(
-        self, paths: Sequence[Path], *, limit: int = BATCH_LIMIT
+        self, paths: Sequence[Path], *, limit: int = BATCH_LIMIT, fresh: Iterable[Path] = ()
     ) -> list[Answer | ValueError]:
         """Like calling the cache on each path, with every miss asked at once
-        (:func:`query_events`): each answer or its ``ValueError``, in order."""
+        (:func:`query_events`): each answer or its ``ValueError``, in order.
+        ``fresh`` paths are asked even when cached."""
+        always = set(fresh)
         answers: list[Answer | ValueError | None] = []
         misses: list[tuple[int, Path, tuple[str, list[int]] | None]] = []
         for path in paths:
@@ -167,10 +213,11 @@ class DiscoveryCache:
                 misses.append((len(answers), path, None))  # asked, and reported, but not kept
                 answers.append(None)
                 continue
-            if answer is not None:
+            if answer is not None and path not in always:
                 with self._lock:
                     self.hits += 1
             else:
+                answer = None
                 misses.append((len(answers), path, (real, key)))
             answers.append(answer)
         if self._custom is None:
@@ -184,7 +231,7 @@ class DiscoveryCache:
                     asked.append(exc)
         for (i, _, where), reply in zip(misses, asked, strict=True):
             answers[i] = reply
-            if where is not None and not isinstance(reply, ValueError):
+            if where is not None:
                 self._store(*where, reply)
         done: list[Answer | ValueError] = []
         for got in answers:
@@ -195,7 +242,7 @@ class DiscoveryCache:
     def save(self) -> None:
         """Write the cache atomically if anything changed; never raises for I/O trouble."""
         with self._lock:
-            if not self._dirty:
+            if not self._dirty or self._ignored:
                 return
             entries = {k: v for k, v in self._entries.items() if os.path.lexists(k)}
             self._dirty = False

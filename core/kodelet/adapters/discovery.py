@@ -7,6 +7,7 @@ guardrail can have.
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import os
@@ -26,11 +27,14 @@ from .process import Job, ProcessResult, SpawnError, run_batch, run_process
 
 log = logging.getLogger("kodelet.discovery")
 
+DISABLED_IN_CONFIG = "disabled in config.toml"
+
 QUERY_TIMEOUT = 5.0
 QUERY_CAP = 4096
-# Queries in flight at once: enough to keep the cores busy while a few hooks hang,
-# few enough that five hundred hooks do not become five hundred processes.
-BATCH_LIMIT = 16
+# Queries in flight at once: a query mostly waits, so many hanging hooks should cost
+# one timeout, not several; still few enough that five hundred hooks are not
+# five hundred processes at once.
+BATCH_LIMIT = 64
 
 
 @attrs.frozen(kw_only=True)
@@ -194,7 +198,25 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
     for directory, location, plugin, plugin_root, trust_root in hook_dirs(places):
         try:
             entries = sorted(directory.iterdir(), key=lambda p: p.name)
-        except OSError:
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            # The hooks in it cannot even be named; a fail-closed guardrail among them
+            # is held by the stand-in for a configured name that no hook has.
+            skipped.append(
+                DiscoveredHook(
+                    candidate=Candidate(
+                        name=(f"{plugin}/" if plugin else "") + "*",
+                        path=directory,
+                        location=location,
+                        plugin=plugin,
+                        plugin_root=plugin_root,
+                    ),
+                    event=None,
+                    status=Status.SKIPPED,
+                    reason=f"hooks directory unreadable: {exc.strerror or exc}",
+                )
+            )
             continue
         prefix = f"{plugin}/" if plugin else ""
         for entry in entries:
@@ -207,9 +229,11 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             )
             try:
                 st = entry.stat()
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
+            except OSError as exc:
+                why = _unreachable(entry, exc)
+                skipped.append(
+                    DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=why)
+                )
                 continue
             if plugin and entry.name == CLAUDE_PLUGIN_HOOKS:
                 continue  # Claude Code's plugin layout: the Claude Code adapter reads it
@@ -224,10 +248,9 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 )
                 continue
             if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
+                what = "a directory" if stat.S_ISDIR(st.st_mode) else "not executable"
                 skipped.append(
-                    DiscoveredHook(
-                        candidate=cand, event=None, status=Status.SKIPPED, reason="not executable"
-                    )
+                    DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=what)
                 )
                 continue
             if cand.name in seen:
@@ -246,6 +269,21 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
     return todo, skipped
 
 
+def _unreachable(entry: Path, exc: OSError) -> str:
+    """Why a directory entry cannot be looked at: the words a user can act on."""
+    if entry.is_symlink():
+        try:
+            target = os.readlink(entry)
+        except OSError:
+            target = "?"
+        if exc.errno == errno.ELOOP:
+            return f"symlink loop ({shown(target)})"
+        if exc.errno == errno.ENOENT:
+            return f"dangling symlink to {shown(target)}"
+        return f"symlink target {shown(target)} unreachable: {exc.strerror or exc}"
+    return f"cannot stat: {exc.strerror or exc}"
+
+
 Answer = tuple[Event, tuple[str, ...]]
 
 
@@ -255,10 +293,14 @@ def _query_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return qenv
 
 
+class NotStarted(ValueError):
+    """The query never ran (busy file, no memory): worth asking again, not caching."""
+
+
 def _answer(res: ProcessResult | SpawnError) -> Answer:
     """What one ``hook`` query said; ``ValueError`` says why the hook cannot be used."""
     if isinstance(res, SpawnError):
-        raise ValueError(str(res.strerror))
+        raise NotStarted(str(res.strerror))
     if res.timed_out:
         raise ValueError(f"'hook' query gave no answer within {QUERY_TIMEOUT:g}s")
     problem = res.failure(QUERY_TIMEOUT)
@@ -294,14 +336,19 @@ def query_event(path: Path, env: Mapping[str, str] | None = None) -> Answer:
 
 
 def query_events(
-    paths: Sequence[Path], env: Mapping[str, str] | None = None, *, limit: int = BATCH_LIMIT
+    paths: Sequence[Path],
+    env: Mapping[str, str] | None = None,
+    *,
+    limit: int = BATCH_LIMIT,
+    fresh: object = (),
 ) -> list[Answer | ValueError]:
     """:func:`query_event` for many files at once: each answer, or the ``ValueError``
     that would have been raised, in the order of ``paths``.
 
     All queries are started from this thread and read in one selector loop (at
     most ``limit`` at a time), each with its own timeout: cheaper than a thread
-    per query, and many hooks that hang cost one timeout, not one each."""
+    per query, and many hooks that hang cost one timeout, not one each.
+    ``fresh`` (paths never answered from a cache) means nothing here: all are asked."""
     qenv = _query_env(env)
     jobs = [Job(argv=(str(p), "hook"), cwd=str(p.parent), env=qenv) for p in paths]
     answers: list[Answer | ValueError] = []
@@ -341,14 +388,6 @@ def discover(
 
     def settle(cand: Candidate, answer: tuple[Event, tuple[str, ...]]) -> DiscoveredHook:
         event, protocols = answer
-        if config is not None and not config.hook_enabled(cand.name):
-            return DiscoveredHook(
-                candidate=cand,
-                event=event,
-                status=Status.DISABLED,
-                reason="disabled in config.toml",
-                protocols=protocols,
-            )
         log.debug("hook %s handles %s (%s)", cand.name, event.value, cand.path)
         return DiscoveredHook(
             candidate=cand, event=event, status=Status.ACTIVE, protocols=protocols
@@ -360,13 +399,18 @@ def discover(
 
     def one(cand: Candidate) -> DiscoveredHook:
         try:
-            answer = ask(cand.path)
+            if cand.path in fresh and callable(peek):
+                cached: Any = query
+                answer = cached(cand.path, fresh=True)
+            else:
+                answer = ask(cand.path)
         except ValueError as exc:
             return skip(cand, exc)
         return settle(cand, answer)
 
     results: list[DiscoveredHook | None] = []
     pending: list[tuple[int, Candidate]] = []
+    fresh: list[Path] = []
     memo: dict[Any, Any] = {}
     for cand, trust_root in todo:
         why = _untrusted(cand.path, trust_root, memo)
@@ -380,17 +424,36 @@ def discover(
                 )
             )
             continue
-        known = peek(cand.path) if callable(peek) else None
-        if known is not None:
+        # A fail-closed guardrail is always asked: no cache entry may move it off its event.
+        guarded = config is not None and config.hook(cand.name).fail_closed
+        known = peek(cand.path) if callable(peek) and not guarded else None
+        if config is not None and not config.hook_enabled(cand.name):
+            # Disabled means not run, not even asked: the event is shown only if cached.
+            event = known[0] if isinstance(known, tuple) else None
+            results.append(
+                DiscoveredHook(
+                    candidate=cand,
+                    event=event,
+                    status=Status.DISABLED,
+                    reason=DISABLED_IN_CONFIG,
+                    protocols=known[1] if isinstance(known, tuple) else (),
+                )
+            )
+        elif isinstance(known, ValueError):
+            results.append(skip(cand, known))
+        elif known is not None:
             results.append(settle(cand, known))
         else:
+            if guarded:
+                fresh.append(cand.path)
             pending.append((len(results), cand))
             results.append(None)
 
     answers: list[DiscoveredHook]
     if callable(many) and len(pending) > 1:
         cands = [c for _, c in pending]
-        asked = many([c.path for c in cands], limit=workers or BATCH_LIMIT)
+        kw: dict[str, Any] = {"fresh": fresh} if fresh else {}
+        asked = many([c.path for c in cands], limit=workers or BATCH_LIMIT, **kw)
         answers = [
             skip(c, a) if isinstance(a, ValueError) else settle(c, a)
             for c, a in zip(cands, asked, strict=True)
@@ -403,6 +466,89 @@ def discover(
     for (i, _), hook in zip(pending, answers, strict=True):
         results[i] = hook
     return _in_order([h for h in results if h is not None], found)
+
+
+def inspect(
+    places: Places, config: Config, *, why: str, peek: Any = None, natives: Iterable[str] = ()
+) -> list[DiscoveredHook]:
+    """Every hook file with its trust verdict, found without running anything: the
+    look at an untrusted checkout. ``peek`` (the discovery cache's) supplies the
+    events answered before; ``why`` says why the rest were not asked."""
+    todo, found = scan(places)
+    memo: dict[Any, Any] = {}
+    looked: list[DiscoveredHook] = []
+    for cand, trust_root in todo:
+        untrusted = _untrusted(cand.path, trust_root, memo)
+        known = peek(cand.path) if callable(peek) and not untrusted else None
+        answer = known if isinstance(known, tuple) else None
+        if untrusted:
+            status, reason = Status.SKIPPED, f"untrusted: {untrusted}"
+        elif not config.hook_enabled(cand.name):
+            status, reason = Status.DISABLED, DISABLED_IN_CONFIG
+        elif isinstance(known, ValueError):
+            status, reason = Status.SKIPPED, f"not run: {why}; last answer failed: {known}"
+        else:
+            cached = "event from the discovery cache" if answer else "event unknown"
+            status, reason = Status.SKIPPED, f"not run: {why}; trusted, {cached}"
+        looked.append(
+            DiscoveredHook(
+                candidate=cand,
+                event=answer[0] if answer else None,
+                status=status,
+                reason=reason,
+                protocols=answer[1] if answer else (),
+            )
+        )
+    known_names = hook_names([*looked, *found]) | set(natives)
+    return _in_order(looked, [*found, *unknown_hooks(places, config, known_names, quiet=True)])
+
+
+def hook_names(found: Iterable[DiscoveredHook]) -> set[str]:
+    """The names these files answer to in config.toml, ``.disable`` renames included
+    (a hook switched off that way is known, not a typo)."""
+    names: set[str] = set()
+    for hook in found:
+        names.add(hook.name)
+        names.add(hook.name.removesuffix(DISABLE_SUFFIX))
+    return names
+
+
+def scanned_names(places: Places) -> set[str]:
+    """:func:`hook_names` of every file in the hooks directories, found without running any."""
+    todo, skipped = scan(places)
+    return {c.name for c, _ in todo} | hook_names(skipped)
+
+
+def unknown_names(config: Config, known: set[str]) -> list[str]:
+    """``[hooks."<name>"]`` tables and ``[hooks] disabled`` entries naming nothing known."""
+    named = [*config.hooks, *config.disabled_hooks]
+    return sorted({n for n in named if n not in known})
+
+
+def unknown_hooks(
+    places: Places, config: Config, known: set[str], *, quiet: bool = False
+) -> list[DiscoveredHook]:
+    """A skipped entry per unknown name with a ``[hooks."<name>"]`` table: with
+    ``fail_closed`` it gets a blocking stand-in, as a fail-closed hook that cannot
+    run does, so a typo or an unreadable directory never silently drops a guardrail."""
+    found = []
+    for name in unknown_names(config, known):
+        if not quiet:
+            log.warning(
+                'config.toml names hook "%s", but no hook or plugin has that name', shown(name)
+            )
+        if name not in config.hooks:
+            continue
+        source = config.sources.get(f'hooks."{name}".fail_closed') or str(places.local_root)
+        found.append(
+            DiscoveredHook(
+                candidate=Candidate(name=name, path=Path(source), location=Location.LOCAL),
+                event=None,
+                status=Status.SKIPPED,
+                reason="no hook or plugin of this name (configured in config.toml)",
+            )
+        )
+    return found
 
 
 def _in_order(

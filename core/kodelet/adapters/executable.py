@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,24 @@ class ExecutableHook:
     def from_discovered(cls, hook: DiscoveredHook, **kw: Any) -> ExecutableHook:
         assert hook.event is not None
         return cls(hook.name, hook.path, hook.event, plugin_root=hook.candidate.plugin_root, **kw)
+
+    def check_trust(self) -> None:
+        """Fail if the file or its directory could now be written by someone else.
+
+        Discovery judged the whole chain; this re-check (two ``stat`` calls) catches
+        a file or directory made group/world-writable, or handed to another user,
+        since then, before anything is run or started from it. A symlink is judged by
+        what it leads to."""
+        me = os.geteuid()
+        for where in (self.path, self.path.parent):
+            try:
+                st = os.stat(where)
+            except OSError:
+                return  # gone: running it reports that in its own words
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                raise HookFailure(f"untrusted: {where} became group- or world-writable")
+            if st.st_uid not in (me, 0):
+                raise HookFailure(f"untrusted: {where} is now owned by uid {st.st_uid}")
 
     def _cwd(self, payload: Mapping[str, Any]) -> str | None:
         cwd = payload.get("cwd") or self.default_cwd

@@ -9,7 +9,7 @@ stand-in (:mod:`.standin`) in place of a fail-closed hook that cannot run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..config import Config
@@ -20,7 +20,7 @@ from ..places import Places
 from ..seam import Adapter, AdapterHook, Rank
 from ..wire import payload_to_wire
 from .cache import DiscoveryCache, cache_disabled
-from .discovery import DiscoveredHook, discover
+from .discovery import DiscoveredHook, discover, hook_names, unknown_hooks, unknown_names
 from .executable import ExecutableHook
 from .persistent import PROTOCOL as PERSISTENT_PROTOCOL
 from .persistent import PersistentHook
@@ -73,17 +73,28 @@ class ExecutableAdapter(Adapter):
 
     @classmethod
     def load(
-        cls, places: Places, config: Config, env: Mapping[str, str], *, persistent: bool = True
+        cls,
+        places: Places,
+        config: Config,
+        env: Mapping[str, str],
+        *,
+        persistent: bool = True,
+        natives: Callable[[], set[str]] | None = None,
     ) -> ExecutableAdapter:
         """Discover the hooks of both roots; answers to ``hook`` come from the discovery
         cache unless ``KODELET_NO_CACHE`` is set. ``persistent=False`` runs every hook
-        per call, even one that offers ``serve`` (for comparisons)."""
+        per call, even one that offers ``serve`` (for comparisons). ``natives`` gives
+        the native plugins' names, asked only when config.toml names a hook no file
+        has: what no one has gets a warning, and a stand-in if it is fail-closed."""
         if cache_disabled(env):
             found = discover(places, config, env=env)
         else:
             cache = DiscoveryCache.for_root(places.global_root, env=env)
             found = discover(places, config, env=env, query=cache)
             cache.save()
+        known = hook_names(found)
+        if natives is not None and unknown_names(config, known):
+            found = [*found, *unknown_hooks(places, config, known | natives())]
         return cls(found, config, default_cwd=str(places.cwd), env=env, persistent=persistent)
 
     def _wire(self, payload: BasePayload) -> dict[str, Any]:
@@ -94,10 +105,14 @@ class ExecutableAdapter(Adapter):
         return wire
 
     def _entry(self, runner: ExecutableHook) -> AdapterHook:
+        # Trust is re-checked before every call (and so before a server starts): the
+        # file or its directory may have been opened to other users since discovery.
         def run(payload: BasePayload, timeout: float) -> Any:
+            runner.check_trust()
             return runner.run(self._wire(payload), timeout=timeout)
 
         async def arun(payload: BasePayload, timeout: float) -> Any:
+            runner.check_trust()
             return await runner.arun(self._wire(payload), timeout=timeout)
 
         return AdapterHook(

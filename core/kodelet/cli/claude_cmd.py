@@ -23,7 +23,7 @@ import typer
 from ..bridges.claude_code import EVENTS
 from ..bridges.claude_code import main as hook_main
 from ..listing import hook_rows
-from .common import fail, listing_quietly, make_runtime, print_json, state
+from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
 app = typer.Typer(
     help="Run kodelet's hooks inside Claude Code: install, uninstall, status.",
@@ -240,7 +240,7 @@ def status(
     lines.append("")
     lines.append("kodelet hooks Claude Code would run:" + ("" if rows else " (none)"))
     lines += [f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows]
-    typer.echo("\n".join(lines))
+    typer.echo("\n".join(printable(line) for line in lines))
 
 
 @app.command(

@@ -37,7 +37,7 @@ def state(ctx: typer.Context) -> State:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One line on stderr, no traceback, and the exit code the contract names."""
-    typer.echo(f"kodelet: error: {message}", err=True)
+    typer.echo(f"kodelet: error: {printable(message)}", err=True)
     raise typer.Exit(code)
 
 
@@ -58,8 +58,28 @@ def print_json(data: Any, *, one_line: bool = False) -> None:
     sys.stdout.write(json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: object) -> str:
+    """Text from disk (file names, config keys, manifests, reasons) made safe for a
+    terminal: control characters, escape sequences, bidi overrides and line breaks
+    become visible escapes, so nothing read can move the cursor or forge a line.
+    Every plain-text line the CLI prints from disk goes through here; JSON output
+    is escaped by ``json`` instead."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(
+        c if c.isprintable() else _ESCAPES.get(c) or c.encode("unicode_escape").decode("ascii")
+        for c in s
+    )
+
+
 def render_table(headers: list[str], rows: list[list[str]], indent: str = "") -> str:
-    """Columns as the seeds print them: a header, a dashed rule, two spaces between columns."""
+    """Columns as the seeds print them: a header, a dashed rule, two spaces between columns.
+    Every cell is :func:`printable`: a table is always one line per row."""
+    rows = [[printable(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = [headers, ["-" * len(h) for h in headers], *rows]
     return "\n".join(

@@ -8,9 +8,11 @@ from typing import Any
 
 import typer
 
-from ..config import ConfigError, load_config
+from ..adapters.discovery import scanned_names, unknown_names
+from ..config import Config, ConfigError, load_config
+from ..loading import entry_points
 from ..places import Places
-from .common import fail, print_json, state
+from .common import fail, print_json, printable, state
 
 app = typer.Typer(help="Show the effective configuration.", no_args_is_help=True)
 
@@ -48,14 +50,32 @@ def show(
     except ConfigError as exc:
         fail(str(exc), 2)
     data = config.to_json()
+    _warn_unknown(places, config)
     if as_json:
         print_json(data)
         return
-    rows = [(key, _shown(item["value"]), item["source"]) for key, item in data.items()]
+    rows = [
+        (printable(key), printable(_shown(item["value"])), printable(item["source"]))
+        for key, item in data.items()
+    ]
     header = ("KEY", "VALUE", "SOURCE")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(2)]
     for key, value, source in [header, *rows]:
         typer.echo(f"{key:<{widths[0]}}  {value:<{widths[1]}}  {source}".rstrip())
     for label, path in places.config_files():
         note = "" if path.is_file() else " (absent)"
-        typer.echo(f"# {label} file: {path}{note}")
+        typer.echo(printable(f"# {label} file: {path}{note}"))
+
+
+def _warn_unknown(places: Places, config: Config) -> None:
+    """Name settings for hooks that do not exist: a typo there leaves a guardrail
+    unconfigured. Found without running or importing anything."""
+    known = scanned_names(places) | {ep.name for _, ep in entry_points()}
+    for name in unknown_names(config, known):
+        typer.echo(
+            printable(
+                f'kodelet: warning: config.toml names hook "{name}", but no hook or plugin '
+                "has that name (a typo?)"
+            ),
+            err=True,
+        )

@@ -11,15 +11,26 @@ from typing import Any
 import typer
 
 from .. import jsonio
+from ..adapters.cache import DiscoveryCache, cache_disabled
 from ..adapters.claude_settings import load_hooks
+from ..adapters.discovery import DiscoveredHook, inspect
 from ..config import Config, ConfigError, load_config
 from ..config_edit import set_disabled_plugins, set_key
 from ..events import Event, parse_event
 from ..listing import hook_rows
 from ..loading import entry_points
 from ..places import DISABLE_SUFFIX, Places, hook_file
+from ..runtime import Runtime
 from ..wire import WireError, payload_from_wire, result_to_wire
-from .common import fail, listing_quietly, make_runtime, print_json, render_table, state
+from .common import (
+    fail,
+    listing_quietly,
+    make_runtime,
+    print_json,
+    printable,
+    render_table,
+    state,
+)
 
 app = typer.Typer(
     help="List, run, enable and disable hooks.",
@@ -41,13 +52,24 @@ def list_hooks(
     ctx: typer.Context,
     event: str = typer.Option(None, "--event", "-e", help=f"Only this event ({EVENT_NAMES})."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list for scripts."),
+    no_exec: bool = typer.Option(
+        False,
+        "--no-exec",
+        help="Run no executable hook, not even to ask its event: list the files, "
+        "their trust verdicts and the events cached from earlier runs. "
+        "The first look at a checkout you do not trust.",
+    ),
 ) -> None:
     """Show, per event, the hooks in call order and the ones that will not run, with why."""
     only = _event(event) if event is not None else None
     with listing_quietly():
-        rt = make_runtime(ctx)
+        rt = make_runtime(ctx, executables=not no_exec)
         try:
-            rows = hook_rows(rt, only)
+            files = None
+            if no_exec or rt.no_hooks:
+                why = "--no-exec" if no_exec else rt.config.sources.get("no_hooks", "--no-hooks")
+                files = _files(rt, why)
+            rows = hook_rows(rt, only, files)
         finally:
             rt.close()
     if as_json:
@@ -57,7 +79,9 @@ def list_hooks(
     if rt.no_hooks:
         why = rt.config.sources.get("no_hooks", "--no-hooks")
         blocks.append(
-            f"({why}: native plugins and executable hooks are switched off; only built-ins run)"
+            printable(
+                f"({why}: native plugins and executable hooks are switched off; only built-ins run)"
+            )
         )
     for ev in Event:
         if only is not None and ev is not only:
@@ -70,6 +94,17 @@ def list_hooks(
     if unknown:
         blocks.append("not run (event unknown)\n" + _table(unknown))
     typer.echo("\n\n".join(blocks))
+
+
+def _files(rt: Runtime, why: str) -> list[DiscoveredHook]:
+    """Hook files looked at without running any (events from a trusted cache only)."""
+    cache = None
+    if not cache_disabled(os.environ):
+        cache = DiscoveryCache.for_root(rt.places.global_root, env=os.environ)
+    natives = {p.name for p in rt.plugins} | {ep.name for _, ep in entry_points()}
+    return inspect(
+        rt.places, rt.config, why=why, peek=None if cache is None else cache.peek, natives=natives
+    )
 
 
 def _table(rows: list[dict[str, Any]]) -> str:

@@ -15,7 +15,7 @@ from ..assembly import load_runtime
 from ..config import ConfigError
 from ..listing import plugin_rows
 from ..places import Places
-from .common import fail, listing_quietly, print_json, render_table, state
+from .common import fail, listing_quietly, print_json, printable, render_table, state
 
 app = typer.Typer(
     help="List, add and remove plugins: Python packages and plugin repositories.",
@@ -99,12 +99,16 @@ def list_plugins(
     typer.echo(
         render_table(["NAME", "KIND", "LOCATION", "VERSION", "SKILLS", "RECIPES", "HOOKS"], table)
     )
-    sources = [f"  {r['name']}: {r['_installed']}" for r in rows if r.get("_installed")]
+    sources = [
+        "  " + printable(f"{r['name']}: {r['_installed']}") for r in rows if r.get("_installed")
+    ]
     if sources:
         typer.echo("\nInstalled from:")
         typer.echo("\n".join(sources))
-    notes = [f"  {r['name']}: {r['error']}" for r in rows if r["error"]]
-    notes += [f"  {r['name']}: disabled in config.toml" for r in rows if r["_disabled"]]
+    notes = ["  " + printable(f"{r['name']}: {r['error']}") for r in rows if r["error"]]
+    notes += [
+        "  " + printable(f"{r['name']}: disabled in config.toml") for r in rows if r["_disabled"]
+    ]
     if notes:
         typer.echo("\nNotes:")
         typer.echo("\n".join(notes))
@@ -144,7 +148,7 @@ def add(
         fail(str(exc), 1)
     except OSError as exc:
         fail(f"cannot install {source}: {exc.strerror or exc}", 1)
-    typer.echo(f"Installed {installed.name}:")
+    typer.echo(printable(f"Installed {installed.name}:"))
     typer.echo(f"  Skills:  {len(installed.skills)}")
     typer.echo(f"  Recipes: {len(installed.recipes)}")
     typer.echo(f"  Hooks:   {len(installed.hooks)}")
