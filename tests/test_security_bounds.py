@@ -355,3 +355,27 @@ def test_in_place_metadata_edits_never_reach_the_hosts_object() -> None:
     assert payload.tool_output.metadata == {"nested": {"x": 1}}
     assert d.result.output is not None
     assert d.result.output.metadata == {"nested": {"x": 2}, "edited": True}
+
+
+def test_an_async_hook_that_swallows_its_cancellation_is_still_timed_out(tmp_path: Path) -> None:
+    """The attack: an async hook caught its CancelledError at the time limit and ran on;
+    its late answer was traced as no-action, and a block from it would have counted."""
+    import asyncio
+
+    from kodelet import BeforeToolCallPayload, hookimpl
+    from kodelet.testing import isolated_runtime
+
+    class Stubborn:
+        @hookimpl
+        async def before_tool_call(self) -> Any:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.3)
+            return {"blocked": True, "reason": "late"}
+
+    with isolated_runtime(tmp_path, ("stubborn", Stubborn()), timeout=0.2) as rt:
+        d = rt.dispatch(BeforeToolCallPayload(tool_name="bash"))
+    (rec,) = d.trace
+    assert rec.outcome.value == "error" and "ignored its cancellation" in (rec.error or "")
+    assert d.result.blocked is False

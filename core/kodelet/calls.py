@@ -35,9 +35,9 @@ def settled(
     """A hook's answer into the merge, and its trace record (not yet a TraceRecord)."""
     try:
         result = coerce_result(red.payload.EVENT, raw)
-    except ValueError as exc:
+        outcome, detail = red.add(entry.name, result)
+    except Exception as exc:  # whatever an answer does while it is merged is its hook's fault
         return failed(red, entry, exc, duration)
-    outcome, detail = red.add(entry.name, result)
     if outcome is Outcome.ERROR:  # the policy refused the answer: that is the hook's error
         return (entry.name, entry.source, outcome, duration, detail, None)
     if duration > slow_after and entry.nargs != WHOLE_PAYLOAD:
@@ -90,15 +90,19 @@ async def bounded(coro: Awaitable[Any], timeout: float) -> Any:
 
     ``asyncio.timeout`` rather than ``wait_for``: no extra task, so a Ctrl-C inside a
     hook propagates cleanly (through ``wait_for``'s inner task CPython 3.11 can
-    corrupt its recursion bookkeeping)."""
+    corrupt its recursion bookkeeping). A hook that swallows its cancellation and
+    runs on past the limit is still that hook's timeout, not an answer."""
     limit = asyncio.timeout(timeout)
     try:
         async with limit:
-            return await coro
+            result = await coro
     except TimeoutError:
         if limit.expired():
             raise HookFailure(f"timed out after {timeout:g}s") from None
         raise
+    if limit.expired():
+        raise HookFailure(f"timed out after {timeout:g}s (and ignored its cancellation)")
+    return result
 
 
 class Raised(Exception):
