@@ -6,16 +6,23 @@ plugins``); hosts and tests can ask the same questions without a shell.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from .adapters.cache import DiscoveryCache, cache_disabled
+from .adapters.discovery import DiscoveredHook
 from .adapters.executables import NAME as EXECUTABLES
 from .events import Event
 from .kinds import Source, Status
 from .loading import PluginInfo
+from .places import DISABLE_SUFFIX
 from .recipes.loader import builtin_recipes
 from .runtime import Runtime
 
 DISABLED_IN_CONFIG = "disabled in config.toml"
+NOT_EXECUTABLE = "not executable"
 
 
 def implemented(runtime: Runtime, plugin: Any) -> list[Event]:
@@ -53,25 +60,37 @@ def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any
     what has no known event (could not be asked or loaded) comes last, under every filter."""
     adapter = runtime.adapters.get(EXECUTABLES)
     discovered = [] if adapter is None else adapter.discovered
+    # A plugin whose configure() failed is still registered and runs: it is listed
+    # once, as active, with the failure as its reason.
     natives_off = [
         (info, implemented(runtime, info.plugin) if info.plugin is not None else [])
         for info in runtime.plugins
-        if info.disabled or info.error
+        if info.disabled or (info.error and not _registered(runtime, info))
     ]
+    errors = {i.name: i.error for i in runtime.plugins if i.error and _registered(runtime, i)}
+    renamed = _renamed_events(runtime, discovered)
     rows: list[dict[str, Any]] = []
     for event in Event:
         if only is not None and event is not only:
             continue
         for i, entry in enumerate(runtime.hooks(event), start=1):
             rows.append(
-                _row(event, entry.name, entry.source, entry.path, i, Status.ACTIVE, entry.note)
+                _row(
+                    event,
+                    entry.name,
+                    entry.source,
+                    entry.path,
+                    i,
+                    Status.ACTIVE,
+                    entry.note or errors.get(entry.name),
+                )
             )
         for hook in discovered:
-            if hook.event is event and hook.status is not Status.ACTIVE:
+            if (hook.event or renamed.get(hook.path)) is event and hook.status is not Status.ACTIVE:
                 rows.append(
                     _row(
                         event,
-                        hook.name,
+                        _shown_name(hook),
                         Source.EXECUTABLE,
                         hook.path,
                         None,
@@ -93,9 +112,17 @@ def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any
                     )
                 )
     for hook in discovered:
-        if hook.event is None:
+        if hook.event is None and hook.path not in renamed:
             rows.append(
-                _row(None, hook.name, Source.EXECUTABLE, hook.path, None, hook.status, hook.reason)
+                _row(
+                    None,
+                    _shown_name(hook),
+                    Source.EXECUTABLE,
+                    hook.path,
+                    None,
+                    hook.status,
+                    hook.reason,
+                )
             )
     for info, events in natives_off:
         if info.error:
@@ -109,6 +136,78 @@ def hook_rows(runtime: Runtime, only: Event | None = None) -> list[dict[str, Any
                 )
             )
     return rows
+
+
+def _registered(runtime: Runtime, info: PluginInfo) -> bool:
+    return info.plugin is not None and runtime.pm.is_registered(info.plugin)
+
+
+def _is_renamed(hook: DiscoveredHook) -> bool:
+    return hook.status is Status.DISABLED and hook.path.name.endswith(DISABLE_SUFFIX)
+
+
+def _shown_name(hook: DiscoveredHook) -> str:
+    """A hook renamed ``NAME.disable`` is still hook ``NAME``: that is what enables it."""
+    return hook.name.removesuffix(DISABLE_SUFFIX) if _is_renamed(hook) else hook.name
+
+
+def _renamed_events(runtime: Runtime, discovered: list[DiscoveredHook]) -> dict[Path, Event]:
+    """The events of hooks renamed ``NAME.disable``, as the discovery cache last knew them.
+
+    A disabled file is never run, so asking it is not an option; the cache may remember."""
+    off = [h.path for h in discovered if _is_renamed(h)]
+    if not off or cache_disabled(runtime.env):
+        return {}
+    cache = DiscoveryCache.for_root(runtime.places.global_root, env=runtime.env)
+    found = {}
+    for path in off:
+        event = cache.renamed_event(path, path.with_name(path.name.removesuffix(DISABLE_SUFFIX)))
+        if event is not None:
+            found[path] = event
+    return found
+
+
+def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
+    """Hooks that were meant to run but cannot, each with why and how to fix it.
+
+    What a dispatch cannot say itself: ``hooks run`` and ``replay`` print these
+    once, so a guardrail missing ``chmod +x`` is not silently a no-op. Disabled
+    hooks (asked for) and shadowed ones (overridden on purpose) are left out."""
+    adapter = runtime.adapters.get(EXECUTABLES)
+    found: list[dict[str, Any]] = []
+    for hook in [] if adapter is None else adapter.discovered:
+        if hook.status is not Status.SKIPPED or hook.shadowed_by is not None:
+            continue
+        fix = f"chmod +x {hook.path}" if hook.reason == NOT_EXECUTABLE else None
+        found.append(
+            {
+                "name": hook.name,
+                "path": str(hook.path),
+                "reason": hook.reason,
+                "fix": fix,
+                "native": False,
+            }
+        )
+    for info in runtime.plugins:
+        if info.error and not _registered(runtime, info) and not info.disabled:
+            found.append(
+                {
+                    "name": info.name,
+                    "path": info.path,
+                    "reason": info.error,
+                    "fix": None,
+                    "native": True,
+                }
+            )
+    return found
+
+
+def suggest(name: str, names: Iterable[str]) -> list[str]:
+    """Names the user may have meant: ``org/repo/NAME`` for a bare ``NAME``, then near misses."""
+    pool = sorted(set(names))
+    exact = [n for n in pool if n.endswith("/" + name)]
+    close = difflib.get_close_matches(name, pool, n=5, cutoff=0.6)
+    return exact + [n for n in close if n not in exact]
 
 
 def plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
@@ -130,6 +229,7 @@ def _plugin_row(
         "location": str(info.location),
         "path": info.path,
         "version": info.version,
+        "distribution": info.distribution,
         "hooks": events,
         "skills": [],
         "recipes": shipped.get(info.name, []) if builtin else [],

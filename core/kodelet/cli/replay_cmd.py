@@ -136,7 +136,7 @@ def replay(
 
 def _runtime(ctx: typer.Context, stack: contextlib.ExitStack, *, demo: bool) -> Runtime:
     if not demo:
-        runtime = make_runtime(ctx)
+        runtime = make_runtime(ctx, warn_skipped=True)
         stack.callback(runtime.close)
         return runtime
     try:
