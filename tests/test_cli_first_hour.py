@@ -301,3 +301,18 @@ def test_run_exit_code_is_2_when_blocked(project: Path) -> None:
     (project / ".kodelet" / "hooks" / "guard").unlink()
     passed = kodelet(project, *args, "--exit-code", stdin='{"tool_name": "x"}')
     assert passed.returncode == 0 and json.loads(passed.stdout) == {"blocked": False}
+
+
+def test_an_untrusted_hook_is_named_with_the_chmod_that_fixes_it(project: Path) -> None:
+    hooks = project / ".kodelet" / "hooks"
+    write_hook(hooks, "guard", BLOCKING_HOOK % "guarded")
+    hooks.chmod(0o775)
+    run = ["hooks", "run", "before_tool_call", "-p", "-"]
+    res = kodelet(project, *run, stdin='{"tool_name": "x"}')
+    assert res.stderr.startswith("kodelet: warning: hook guard skipped: untrusted: ")
+    assert res.stderr.endswith(f"(fix: chmod go-w {hooks})\n") and res.stderr.count("\n") == 1
+    fix = res.stderr.split("(fix: ")[1].rstrip(")\n")
+    subprocess.run(shlex.split(fix), check=True)
+    fixed = kodelet(project, *run, stdin='{"tool_name": "x"}')
+    assert fixed.stderr == ""
+    assert json.loads(fixed.stdout) == {"blocked": True, "reason": "guarded"}

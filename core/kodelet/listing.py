@@ -7,6 +7,8 @@ plugins``); hosts and tests can ask the same questions without a shell.
 from __future__ import annotations
 
 import difflib
+import re
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -178,7 +180,7 @@ def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
     for hook in [] if adapter is None else adapter.discovered:
         if hook.status is not Status.SKIPPED or hook.shadowed_by is not None:
             continue
-        fix = f"chmod +x {hook.path}" if hook.reason == NOT_EXECUTABLE else None
+        fix = _fix(hook)
         found.append(
             {
                 "name": hook.name,
@@ -200,6 +202,16 @@ def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def _fix(hook: DiscoveredHook) -> str | None:
+    """The command that makes a skipped hook runnable, when one command does."""
+    if hook.reason == NOT_EXECUTABLE:
+        return f"chmod +x {shlex.quote(str(hook.path))}"
+    writable = re.fullmatch(r"untrusted: (.+) is group- or world-writable", hook.reason)
+    if writable:
+        return f"chmod go-w {shlex.quote(writable[1])}"
+    return None
 
 
 def suggest(name: str, names: Iterable[str]) -> list[str]:

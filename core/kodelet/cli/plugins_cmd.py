@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -224,7 +225,7 @@ def _resolve_uninstall(args: list[str]) -> list[str]:
             takes_value = arg in ("-r", "--requirement")
             out.append(arg)
             continue
-        if _is_distribution(arg):
+        if _is_distribution(re.split(r"[<>=!~;\[\s@]", arg, maxsplit=1)[0]):
             out.append(arg)
             continue
         builtin, dist = natives.get(arg, (False, None))
