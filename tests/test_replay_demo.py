@@ -14,8 +14,8 @@ from kodelet.replay.demo import demo_runtime
 from kodelet.replay.demo.guard import DemoGuard, _deletes_root
 from kodelet.replay.demo.redact import redact
 from kodelet.replay.format import UserItem, load_demo
+from kodelet.testing import write_hook
 
-from tests.conftest import write_hook
 from tests.test_replay import HOOKS, in_terminal
 
 DEMO_HOOKS = {"demo-guard", "demo-redact", "builtin:compact-trigger"}
