@@ -53,13 +53,19 @@ def make_runtime(ctx: typer.Context, *, warn_skipped: bool = False, **kwargs: An
     except ConfigError as exc:
         fail(str(exc), 2)
     if warn_skipped:
-        for hook in skipped_hooks(runtime):
-            kind = "plugin" if hook["native"] else "hook"
-            fix = f" (fix: {hook['fix']})" if hook["fix"] else ""
-            typer.echo(
-                f"kodelet: warning: {kind} {hook['name']} skipped: {hook['reason']}{fix}", err=True
-            )
+        warn_skipped_hooks(runtime)
     return runtime
+
+
+def warn_skipped_hooks(runtime: Runtime) -> None:
+    """One stderr line per hook or plugin that cannot run, with the fix when one command
+    does it; build the runtime under :func:`listing_quietly` so each is said once."""
+    for hook in skipped_hooks(runtime):
+        kind = "plugin" if hook["native"] else "hook"
+        fix = f" (fix: {hook['fix']})" if hook["fix"] else ""
+        typer.echo(
+            f"kodelet: warning: {kind} {hook['name']} skipped: {hook['reason']}{fix}", err=True
+        )
 
 
 def print_json(data: Any, *, one_line: bool = False) -> None:
