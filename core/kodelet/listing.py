@@ -174,12 +174,15 @@ def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
 
     What a dispatch cannot say itself: ``hooks run`` and ``replay`` print these
     once, so a guardrail missing ``chmod +x`` is not silently a no-op. Disabled
-    hooks (asked for) and shadowed ones (overridden on purpose) are left out."""
+    hooks (asked for), shadowed ones (overridden on purpose) and non-executable
+    files without a ``#!`` line (notes beside the hooks) are left out."""
     adapter = runtime.adapters.get(EXECUTABLES)
     found: list[dict[str, Any]] = []
     for hook in [] if adapter is None else adapter.discovered:
         if hook.status is not Status.SKIPPED or hook.shadowed_by is not None:
             continue
+        if hook.reason == NOT_EXECUTABLE and not _is_script(hook.path):
+            continue  # a README or notes kept beside the hooks, never meant to run
         fix = _fix(hook)
         found.append(
             {
@@ -202,6 +205,14 @@ def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def _is_script(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def _fix(hook: DiscoveredHook) -> str | None:
