@@ -232,7 +232,8 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
         "reason": None,
     }
     off = {r["name"]: r for r in rows if r["status"] != "active"}
-    assert off["off.disable"]["status"] == "disabled"
+    assert off["off"]["status"] == "disabled"
+    assert str(off["off"]["path"]).endswith("off.disable")
     assert off["notes.txt"]["reason"] == "not executable"
     assert off["silent"]["status"] == "skipped" and "printed nothing" in str(
         off["silent"]["reason"]
