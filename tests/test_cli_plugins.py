@@ -117,6 +117,7 @@ def test_add_from_a_plain_directory_with_a_chosen_name(tmp_path: Path, proj: Pat
         "location": "local",
         "path": str(proj / ".kodelet" / "plugins" / "me@hooks"),
         "version": None,
+        "distribution": None,
         "hooks": ["README.txt", "guard"],
         "skills": ["pdf"],
         "recipes": ["github/pr", "review"],
