@@ -232,7 +232,8 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
         "reason": None,
     }
     off = {r["name"]: r for r in rows if r["status"] != "active"}
-    assert off["off.disable"]["status"] == "disabled"
+    assert off["off"]["status"] == "disabled"
+    assert str(off["off"]["path"]).endswith("off.disable")
     assert off["notes.txt"]["reason"] == "not executable"
     assert off["silent"]["status"] == "skipped" and "printed nothing" in str(
         off["silent"]["reason"]
@@ -263,7 +264,9 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
         stdin='{"message": "hi"}',
     )
     assert ran.returncode == 0, ran.stderr
-    assert "WARNING: hook silent skipped: 'hook' query printed nothing" in ran.stderr
+    warnings = ran.stderr.splitlines()
+    assert "kodelet: warning: hook silent skipped: 'hook' query printed nothing" in warnings
+    assert len(warnings) == len(set(warnings))  # each once
     lines = table.splitlines()
     assert lines[1].split() == ["#", "NAME", "KIND", "STATUS", "PATH"]
     assert lines[3].split()[:4] == ["1", "a-first", "executable", "active"]

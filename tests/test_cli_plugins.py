@@ -26,7 +26,18 @@ from tests.test_repos import (
     run_kodelet,
 )
 
-LIST_KEYS = {"name", "kind", "location", "path", "version", "hooks", "skills", "recipes", "error"}
+LIST_KEYS = {
+    "name",
+    "kind",
+    "location",
+    "path",
+    "version",
+    "distribution",
+    "hooks",
+    "skills",
+    "recipes",
+    "error",
+}
 
 
 @pytest.fixture
@@ -68,12 +79,23 @@ def test_add_from_a_local_git_repo_at_a_tag(tmp_path: Path, proj: Path) -> None:
 
     table = run_kodelet("--cwd", str(proj), "plugins", "list")
     line = next(ln for ln in table.stdout.splitlines() if ln.startswith("acme/tools"))
-    assert line.split() == ["acme/tools", "repo", "local", "v1.0", f"({tagged[:7]})", "1", "2", "2"]
+    assert line.split() == [
+        "acme/tools",
+        "repo",
+        "local",
+        "v1.0",
+        f"({tagged[:7]})",
+        "-",
+        "1",
+        "2",
+        "2",
+    ]
     assert table.stdout.splitlines()[0].split() == [
         "NAME",
         "KIND",
         "LOCATION",
         "VERSION",
+        "DISTRIBUTION",
         "SKILLS",
         "RECIPES",
         "HOOKS",
@@ -95,6 +117,7 @@ def test_add_from_a_plain_directory_with_a_chosen_name(tmp_path: Path, proj: Pat
         "location": "local",
         "path": str(proj / ".kodelet" / "plugins" / "me@hooks"),
         "version": None,
+        "distribution": None,
         "hooks": ["README.txt", "guard"],
         "skills": ["pdf"],
         "recipes": ["github/pr", "review"],
@@ -428,11 +451,14 @@ def test_install_and_uninstall_use_pip_in_kodelets_environment(tmp_path: Path, p
         ["plugins", "remove"],
         ["plugins", "install"],
         ["plugins", "uninstall"],
+        ["plugins", "enable"],
+        ["plugins", "disable"],
         ["hooks"],
         ["hooks", "list"],
         ["hooks", "run"],
         ["hooks", "enable"],
         ["hooks", "disable"],
+        ["hooks", "new"],
     ],
 )
 def test_help_reads_well(args: list[str]) -> None:

@@ -6,19 +6,25 @@ plugins``); hosts and tests can ask the same questions without a shell.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
+from .adapters.cache import DiscoveryCache, cache_disabled
 from .adapters.claude_code import NAME as CLAUDE
 from .adapters.discovery import DISABLED_IN_CONFIG, DiscoveredHook
 from .adapters.executables import NAME as EXECUTABLES
 from .events import Event
 from .kinds import Source, Status
 from .loading import PluginInfo
+from .places import DISABLE_SUFFIX
 from .recipes.loader import builtin_recipes
 from .runtime import Runtime
 
-__all__ = ["DISABLED_IN_CONFIG", "hook_rows", "implemented", "plugin_rows"]
+NOT_EXECUTABLE = "not executable"
 
 
 def implemented(runtime: Runtime, plugin: Any) -> list[Event]:
@@ -62,25 +68,37 @@ def hook_rows(
     discovered = list(files or ()) if adapter is None else adapter.discovered
     claude = runtime.adapters.get(CLAUDE)
     claude_off = [] if claude is None else claude.discovered
+    # A plugin whose configure() failed is still registered and runs: it is listed
+    # once, as active, with the failure as its reason.
     natives_off = [
         (info, implemented(runtime, info.plugin) if info.plugin is not None else [])
         for info in runtime.plugins
-        if info.disabled or info.error
+        if info.disabled or (info.error and not _registered(runtime, info))
     ]
+    errors = {i.name: i.error for i in runtime.plugins if i.error and _registered(runtime, i)}
+    renamed = _renamed_events(runtime, discovered)
     rows: list[dict[str, Any]] = []
     for event in Event:
         if only is not None and event is not only:
             continue
         for i, entry in enumerate(runtime.hooks(event), start=1):
             rows.append(
-                _row(event, entry.name, entry.source, entry.path, i, Status.ACTIVE, entry.note)
+                _row(
+                    event,
+                    entry.name,
+                    entry.source,
+                    entry.path,
+                    i,
+                    Status.ACTIVE,
+                    entry.note or errors.get(entry.name),
+                )
             )
         for hook in discovered:
-            if hook.event is event and hook.status is not Status.ACTIVE:
+            if (hook.event or renamed.get(hook.path)) is event and hook.status is not Status.ACTIVE:
                 rows.append(
                     _row(
                         event,
-                        hook.name,
+                        _shown_name(hook),
                         Source.EXECUTABLE,
                         hook.path,
                         None,
@@ -105,9 +123,17 @@ def hook_rows(
                     )
                 )
     for hook in discovered:
-        if hook.event is None:
+        if hook.event is None and hook.path not in renamed:
             rows.append(
-                _row(None, hook.name, Source.EXECUTABLE, hook.path, None, hook.status, hook.reason)
+                _row(
+                    None,
+                    _shown_name(hook),
+                    Source.EXECUTABLE,
+                    hook.path,
+                    None,
+                    hook.status,
+                    hook.reason,
+                )
             )
     for c in claude_off:
         if c.event is None:
@@ -124,6 +150,99 @@ def hook_rows(
                 )
             )
     return rows
+
+
+def _registered(runtime: Runtime, info: PluginInfo) -> bool:
+    return info.plugin is not None and runtime.pm.is_registered(info.plugin)
+
+
+def _is_renamed(hook: DiscoveredHook) -> bool:
+    return hook.status is Status.DISABLED and hook.path.name.endswith(DISABLE_SUFFIX)
+
+
+def _shown_name(hook: DiscoveredHook) -> str:
+    """A hook renamed ``NAME.disable`` is still hook ``NAME``: that is what enables it."""
+    return hook.name.removesuffix(DISABLE_SUFFIX) if _is_renamed(hook) else hook.name
+
+
+def _renamed_events(runtime: Runtime, discovered: list[DiscoveredHook]) -> dict[Path, Event]:
+    """The events of hooks renamed ``NAME.disable``, as the discovery cache last knew them.
+
+    A disabled file is never run, so asking it is not an option; the cache may remember."""
+    off = [h.path for h in discovered if _is_renamed(h)]
+    if not off or cache_disabled(runtime.env):
+        return {}
+    cache = DiscoveryCache.for_root(runtime.places.global_root, env=runtime.env)
+    found = {}
+    for path in off:
+        event = cache.renamed_event(path, path.with_name(path.name.removesuffix(DISABLE_SUFFIX)))
+        if event is not None:
+            found[path] = event
+    return found
+
+
+def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
+    """Hooks that were meant to run but cannot, each with why and how to fix it.
+
+    What a dispatch cannot say itself: ``hooks run`` and ``replay`` print these
+    once, so a guardrail missing ``chmod +x`` is not silently a no-op. Disabled
+    hooks (asked for), shadowed ones (overridden on purpose) and non-executable
+    files without a ``#!`` line (notes beside the hooks) are left out."""
+    adapter = runtime.adapters.get(EXECUTABLES)
+    found: list[dict[str, Any]] = []
+    for hook in [] if adapter is None else adapter.discovered:
+        if hook.status is not Status.SKIPPED or hook.shadowed_by is not None:
+            continue
+        if hook.reason == NOT_EXECUTABLE and not _is_script(hook.path):
+            continue  # a README or notes kept beside the hooks, never meant to run
+        fix = _fix(hook)
+        found.append(
+            {
+                "name": hook.name,
+                "path": str(hook.path),
+                "reason": hook.reason,
+                "fix": fix,
+                "native": False,
+            }
+        )
+    for info in runtime.plugins:
+        if info.error and not _registered(runtime, info) and not info.disabled:
+            found.append(
+                {
+                    "name": info.name,
+                    "path": info.path,
+                    "reason": info.error,
+                    "fix": None,
+                    "native": True,
+                }
+            )
+    return found
+
+
+def _is_script(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def _fix(hook: DiscoveredHook) -> str | None:
+    """The command that makes a skipped hook runnable, when one command does."""
+    if hook.reason == NOT_EXECUTABLE:
+        return f"chmod +x {shlex.quote(str(hook.path))}"
+    writable = re.fullmatch(r"untrusted: (.+) is group- or world-writable", hook.reason)
+    if writable:
+        return f"chmod go-w {shlex.quote(writable[1])}"
+    return None
+
+
+def suggest(name: str, names: Iterable[str]) -> list[str]:
+    """Names the user may have meant: ``org/repo/NAME`` for a bare ``NAME``, then near misses."""
+    pool = sorted(set(names))
+    exact = [n for n in pool if n.endswith("/" + name)]
+    close = difflib.get_close_matches(name, pool, n=5, cutoff=0.6)
+    return exact + [n for n in close if n not in exact]
 
 
 def plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
@@ -145,6 +264,7 @@ def _plugin_row(
         "location": str(info.location),
         "path": info.path,
         "version": info.version,
+        "distribution": info.distribution,
         "hooks": events,
         "skills": [],
         "recipes": shipped.get(info.name, []) if builtin else [],

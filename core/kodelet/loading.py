@@ -31,6 +31,8 @@ class PluginInfo:
     location: str  # "builtin" | "installed"
     path: str | None = None
     version: str | None = None
+    # What ``pip uninstall`` takes: one distribution may hold several plugins.
+    distribution: str | None = None
     events: list[str] = attrs.field(factory=list)
     error: str | None = None
     disabled: bool = False
@@ -77,6 +79,7 @@ def load(ep: Any, builtin: bool, *, disabled: bool = False) -> PluginInfo:
         kind="builtin" if builtin else "python",
         location="builtin" if builtin else "installed",
         version=None if dist is None else dist.version,
+        distribution=None if dist is None else dist.metadata["Name"],
     )
     if disabled:
         info.disabled = True

@@ -164,6 +164,29 @@ class DiscoveryCache:
                 self.hits += 1
         return answer
 
+    def renamed_event(self, path: Path, was: Path) -> Event | None:
+        """The event last cached for ``was``, if ``path`` is that same file renamed.
+
+        A rename changes only the ctime, so size, mtime and inode must still match;
+        never used to run anything, only to show a disabled hook where it belongs."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        real = os.path.join(os.path.realpath(was.parent), was.name)
+        with self._lock:
+            entry = self._entries.get(real)
+        key = entry.get("stat") if entry is not None else None
+        mine = _key_of(st)
+        if not isinstance(key, list) or len(key) != len(mine):
+            return None
+        if [key[i] for i in (0, 1, 3, 4)] != [mine[i] for i in (0, 1, 3, 4)]:
+            return None
+        try:
+            return parse_event(str(entry["event"])) if entry is not None else None
+        except ValueError:
+            return None
+
     def __call__(self, path: Path, *, fresh: bool = False) -> Answer:
         try:
             real, key, answer = self.lookup(path)

@@ -16,6 +16,7 @@ import typer
 
 from ..assembly import hooks_die_with_host, load_runtime
 from ..config import ConfigError
+from ..listing import skipped_hooks
 from ..runtime import Runtime
 
 
@@ -41,14 +42,31 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def make_runtime(ctx: typer.Context, **kwargs: Any) -> Runtime:
+def make_runtime(ctx: typer.Context, *, warn_skipped: bool = False, **kwargs: Any) -> Runtime:
+    """``warn_skipped`` for commands that run hooks: one line per hook that cannot run,
+    with its fix, instead of the scattered warnings of discovery and loading."""
     st = state(ctx)
+    quiet = listing_quietly() if warn_skipped else contextlib.nullcontext()
     try:
-        runtime = load_runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
+        with quiet:
+            runtime = load_runtime(cwd=st.cwd, no_hooks=st.no_hooks or None, **kwargs)
     except ConfigError as exc:
         fail(str(exc), 2)
     ctx.with_resource(hooks_die_with_host(runtime))
+    if warn_skipped:
+        warn_skipped_hooks(runtime)
     return runtime
+
+
+def warn_skipped_hooks(runtime: Runtime) -> None:
+    """One stderr line per hook or plugin that cannot run, with the fix when one command
+    does it; build the runtime under :func:`listing_quietly` so each is said once."""
+    for hook in skipped_hooks(runtime):
+        kind = "plugin" if hook["native"] else "hook"
+        fix = f" (fix: {hook['fix']})" if hook["fix"] else ""
+        typer.echo(
+            f"kodelet: warning: {kind} {hook['name']} skipped: {hook['reason']}{fix}", err=True
+        )
 
 
 def print_json(data: Any, *, one_line: bool = False) -> None:

@@ -13,13 +13,13 @@ import typer
 from .. import jsonio
 from ..adapters.cache import DiscoveryCache, cache_disabled
 from ..adapters.claude_settings import load_hooks
-from ..adapters.discovery import DiscoveredHook, inspect
+from ..adapters.discovery import DiscoveredHook, inspect, scan
 from ..config import Config, ConfigError, load_config
 from ..config_edit import set_disabled_plugins, set_key
 from ..events import Event, parse_event
-from ..listing import hook_rows
+from ..listing import hook_rows, suggest
 from ..loading import entry_points
-from ..places import DISABLE_SUFFIX, Places, hook_file
+from ..places import DISABLE_SUFFIX, Places, hook_file, hooks_dir
 from ..runtime import Runtime
 from ..wire import WireError, payload_from_wire, result_to_wire
 from .common import (
@@ -37,6 +37,8 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+# What a Claude Code command hook exits with to block, so shell scripts read the same.
+BLOCKED_EXIT = 2
 EVENT_NAMES = ", ".join(e.value for e in Event)
 
 
@@ -162,11 +164,15 @@ def run(
     ),
     timeout: float = typer.Option(None, "--timeout", help="Per-hook timeout in seconds."),
     trace: bool = typer.Option(False, "--trace", help="One JSON line per hook called, on stderr."),
+    exit_code: bool = typer.Option(
+        False, "--exit-code", help="Exit 2 when the merged result is blocked (for shell scripts)."
+    ),
 ) -> None:
     """Dispatch one event through every enabled hook and print the merged result as JSON.
 
     The payload may be partial: conv_id, cwd (--cwd), invoked_by, tool_user_id and
-    tool_input get defaults. Exit status is 0 whatever the hooks decided."""
+    tool_input get defaults. Exit status is 0 whatever the hooks decided, unless
+    --exit-code asks for 2 on a block. Hooks that cannot run are named on stderr."""
     ev = _event(event)
     data = _read_payload(payload)
     given = data.get("event")
@@ -181,7 +187,7 @@ def run(
         model = payload_from_wire(ev, data, strict=True)
     except WireError as exc:
         fail(f"invalid payload: {exc}", 2)
-    rt = make_runtime(ctx, timeout=timeout)
+    rt = make_runtime(ctx, timeout=timeout, warn_skipped=True)
     try:
         result = rt.dispatch(model)
     except ValueError as exc:  # over the payload bounds: refused before any hook ran
@@ -193,6 +199,8 @@ def run(
             sys.stderr.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
         sys.stderr.flush()
     print_json(result_to_wire(ev, result.result), one_line=True)
+    if exit_code and getattr(result.result, "blocked", False):
+        raise typer.Exit(BLOCKED_EXIT)
 
 
 def _event_or_none(name: str) -> Event | None:
@@ -248,7 +256,26 @@ def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
         _toggle_claude(places, config, name, enable)
         return
     if name not in {ep.name for _, ep in entry_points()}:
-        fail(f"no hook or plugin named {name!r} (see: kodelet hooks list)", 1)
+        fail(unknown_name(name, "hook or plugin", _all_names(places), "kodelet hooks list"), 1)
+    toggle_plugin(places, config, name, enable)
+
+
+def unknown_name(name: str, what: str, names: list[str], see: str) -> str:
+    """No such name, with the ones the user may have meant (``org/repo/NAME`` for ``NAME``)."""
+    close = suggest(name, names)
+    hint = f"; did you mean {' or '.join(close)}?" if close else f" (see: {see})"
+    return f"no {what} named {name!r}{hint}"
+
+
+def _all_names(places: Places) -> list[str]:
+    """Every hook file name (found without asking any hook) and native plugin name."""
+    todo, skipped = scan(places)
+    names = [c.name for c, _ in todo] + [h.name.removesuffix(DISABLE_SUFFIX) for h in skipped]
+    return names + [ep.name for _, ep in entry_points()]
+
+
+def toggle_plugin(places: Places, config: Config, name: str, enable: bool) -> None:
+    """Enable or disable native plugin ``name`` in the local config.toml, keeping the rest."""
     current = list(config.disabled_plugins)
     # The local key replaces the global one, so it carries the whole effective list.
     if enable == (name not in current):
@@ -309,3 +336,29 @@ def disable(
 ) -> None:
     """Disable a hook (renamed to NAME.disable) or a native plugin (in .kodelet/config.toml)."""
     _toggle(ctx, name, False)
+
+
+@app.command("new")
+def new(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The hook's file name, e.g. no-force-push."),
+    event: str = typer.Option(..., "--event", "-e", help=f"The event it runs on ({EVENT_NAMES})."),
+    lang: str = typer.Option("python", "--lang", help="python (with kodelet.hookkit) or bash."),
+    global_: bool = typer.Option(
+        False, "--global", help="Write into the global root's hooks/ instead of <cwd>/.kodelet."
+    ),
+) -> None:
+    """Write an executable hook that runs as written, and say how to try it."""
+    from ..scaffold.hook import HookScaffoldError, create_hook, try_command
+
+    ev = _event(event)
+    places = Places.resolve(state(ctx).cwd)
+    root = places.global_root if global_ else places.local_root
+    try:
+        path = create_hook(hooks_dir(root), name, ev, lang)
+    except HookScaffoldError as exc:
+        fail(str(exc), 2 if "exists" not in str(exc) else 1)
+    except OSError as exc:
+        fail(f"cannot write {hooks_dir(root) / name}: {exc.strerror or exc}", 1)
+    typer.echo(f"Created {path} ({lang}, {ev.value})")
+    typer.echo(f"Try it: {try_command(ev)}")

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import importlib_metadata
 import typer
 
 from .. import repos
 from ..assembly import load_runtime
-from ..config import ConfigError
+from ..config import ConfigError, load_config
 from ..listing import plugin_rows
+from ..loading import entry_points
 from ..places import Places
 from .common import fail, listing_quietly, print_json, printable, render_table, state
+from .hooks_cmd import toggle_plugin, unknown_name
 
 app = typer.Typer(
     help="List, add and remove plugins: Python packages and plugin repositories.",
@@ -48,6 +52,7 @@ def _repo_row(repo: repos.InstalledRepo) -> dict[str, Any]:
         "location": repo.location,
         "path": str(repo.path),
         "version": None,
+        "distribution": None,
         "hooks": list(repo.hooks),
         "skills": list(repo.skills),
         "recipes": list(repo.recipes),
@@ -90,6 +95,7 @@ def list_plugins(
             r["kind"],
             r["location"],
             r["_version"] or "-",
+            r["distribution"] or "-",
             str(len(r["skills"])),
             str(len(r["recipes"])),
             str(len(r["hooks"])),
@@ -97,7 +103,10 @@ def list_plugins(
         for r in rows
     ]
     typer.echo(
-        render_table(["NAME", "KIND", "LOCATION", "VERSION", "SKILLS", "RECIPES", "HOOKS"], table)
+        render_table(
+            ["NAME", "KIND", "LOCATION", "VERSION", "DISTRIBUTION", "SKILLS", "RECIPES", "HOOKS"],
+            table,
+        )
     )
     sources = [
         "  " + printable(f"{r['name']}: {r['_installed']}") for r in rows if r.get("_installed")
@@ -166,17 +175,71 @@ def remove(
     places = Places.resolve(state(ctx).cwd)
     try:
         path = repos.remove(name, repos.plugins_dir(places, global_=global_))
-    except repos.UnknownPlugin as exc:
+    except repos.RepoError as exc:
+        _native_hint(name)
+        if not isinstance(exc, repos.UnknownPlugin):
+            fail(str(exc), 1)
         other = repos.plugins_dir(places, global_=not global_)
         hint = ""
         if os.path.lexists(other / repos.dir_name(name)):
             hint = " (it is installed " + ("locally" if global_ else "globally: use --global") + ")"
         fail(f"{exc}{hint}", 1)
-    except repos.RepoError as exc:
-        fail(str(exc), 1)
     except OSError as exc:
         fail(f"cannot remove {name}: {exc.strerror or exc}", 1)
     typer.echo(f"Removed {repos.check_name(name)} ({path})")
+
+
+def _natives() -> dict[str, tuple[bool, str | None]]:
+    """Native plugin name -> (is built in, distribution to uninstall)."""
+    return {
+        ep.name: (builtin, None if ep.dist is None else ep.dist.metadata["Name"])
+        for builtin, ep in entry_points()
+    }
+
+
+def _native_hint(name: str) -> None:
+    """``remove`` is for plugin repositories: point a native plugin's name to what works."""
+    found = _natives().get(name)
+    if found is None:
+        return
+    builtin, dist = found
+    if builtin or dist is None:
+        fail(f"{name} is built in; turn it off with: kodelet plugins disable {name}", 1)
+    fail(f"{name} is a native plugin (Python package {dist}): kodelet plugins uninstall {dist}", 1)
+
+
+def _is_distribution(name: str) -> bool:
+    try:
+        importlib_metadata.distribution(name)
+    except (importlib_metadata.PackageNotFoundError, ValueError):
+        return False
+    return True
+
+
+def _resolve_uninstall(args: list[str]) -> list[str]:
+    """Plugin names become their distributions; what pip would skip fails here, non-zero.
+
+    pip says "not installed" and exits 0 for a name it does not know, and the
+    plugin stays: an entry-point name is the natural thing to type."""
+    natives = _natives()
+    out: list[str] = []
+    takes_value = False
+    for arg in args:
+        if takes_value or arg.startswith("-"):
+            takes_value = arg in ("-r", "--requirement")
+            out.append(arg)
+            continue
+        if _is_distribution(re.split(r"[<>=!~;\[\s@]", arg, maxsplit=1)[0]):
+            out.append(arg)
+            continue
+        builtin, dist = natives.get(arg, (False, None))
+        if builtin:
+            fail(f"{arg} ships with kodelet; turn it off with: kodelet plugins disable {arg}", 1)
+        if dist is None:
+            fail(f"no installed package or native plugin named {arg!r} (see: kodelet plugins list)")
+        typer.echo(f"kodelet: plugin {arg} is in the package {dist}: uninstalling it", err=True)
+        out.append(dist)
+    return out
 
 
 def _pip(action: str, packages: list[str]) -> None:
@@ -213,10 +276,14 @@ def install(
 
 @app.command("uninstall", context_settings=_PIP_ARGS)
 def uninstall(
-    packages: list[str] = typer.Argument(..., help="Packages to uninstall."),
+    packages: list[str] = typer.Argument(
+        ..., help="Packages, or native plugin names (resolved to their package)."
+    ),
 ) -> None:
-    """pip uninstall native plugins from kodelet's own environment (no confirmation)."""
-    _pip("uninstall", packages)
+    """pip uninstall native plugins from kodelet's own environment (no confirmation).
+
+    A plugin name (as plugins list shows it) is resolved to its package."""
+    _pip("uninstall", _resolve_uninstall(packages))
 
 
 @app.command("new")
@@ -239,3 +306,33 @@ def new(
         fail(str(exc), 2)
     typer.echo(f"Created {names.dist} (entry point {names.name!r}) in {target}")
     typer.echo(f"Next: {next_steps(target)}")
+
+
+def _toggle(ctx: typer.Context, name: str, enable: bool) -> None:
+    places = Places.resolve(state(ctx).cwd)
+    try:
+        config = load_config(places)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    names = list(_natives())
+    if name not in names:
+        fail(unknown_name(name, "native plugin", names, "kodelet plugins list"), 1)
+    toggle_plugin(places, config, name, enable)
+
+
+@app.command("enable")
+def enable(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A native plugin's name, as plugins list shows it."),
+) -> None:
+    """Enable a native plugin again (in .kodelet/config.toml)."""
+    _toggle(ctx, name, True)
+
+
+@app.command("disable")
+def disable(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="A native plugin's name, as plugins list shows it."),
+) -> None:
+    """Disable a native plugin, still installed ([plugins] disabled in .kodelet/config.toml)."""
+    _toggle(ctx, name, False)

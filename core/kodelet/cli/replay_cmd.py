@@ -30,7 +30,7 @@ from ..replay.pool import (
 )
 from ..replay.sources import Format, Source, expand, load
 from ..runtime import Runtime
-from .common import fail, print_json, state
+from .common import fail, listing_quietly, print_json, state, warn_skipped_hooks
 
 PROGRESS_AFTER = 300
 EXECUTORS = ("processes", "dask")
@@ -57,6 +57,14 @@ def _check_model(model: str | None) -> str | None:
         except llm.UnknownModelError:
             fail(f"{flag} {name}: unknown model (`llm models` lists the installed ones)", 2)
     return name
+
+
+def _build_warning(spec: RuntimeSpec) -> Runtime:
+    """The user's runtime, saying once on stderr which of their hooks cannot run."""
+    with listing_quietly():
+        runtime = _build(spec)
+    warn_skipped_hooks(runtime)
+    return runtime
 
 
 def _build(spec: RuntimeSpec) -> Runtime:
@@ -106,7 +114,7 @@ def _one(
 ) -> None:
     _warn(recorded.warnings)
     with contextlib.ExitStack() as stack:
-        runtime = _demo_runtime(stack, spec) if demo else _build(spec)
+        runtime = _demo_runtime(stack, spec) if demo else _build_warning(spec)
         stack.callback(runtime.close)
         player = Player(
             runtime,

@@ -1,0 +1,91 @@
+"""``kodelet hooks new``: an executable hook that runs as written, in Python or bash.
+
+The file is created executable and in a directory kodelet trusts (not group- or
+world-writable), because a hook that discovery skips is the first thing a new
+author would otherwise trip on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import attrs
+
+from ..errors import KodeletError
+from ..eventdocs import EXAMPLES
+from ..events import Event
+from ..payloads import PAYLOAD_TYPES
+
+__all__ = ["LANGS", "HookScaffoldError", "create_hook", "try_command"]
+
+LANGS = {"python": "hook.py.tmpl", "bash": "hook.sh.tmpl"}
+HOOK_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Besides the required fields, what the hint's payload keeps of the event's example.
+_SHOWN = ("tool_input",)
+
+
+class HookScaffoldError(KodeletError):
+    """A hook that cannot be created as asked; nothing was written."""
+
+
+def try_command(event: Event) -> str:
+    """A shell line sending a short, valid payload through every enabled hook (the
+    example's required fields; ``hooks run`` fills in the rest)."""
+    required = {f.name for f in attrs.fields(PAYLOAD_TYPES[event]) if f.default is attrs.NOTHING}
+    keep = required | set(_SHOWN)
+    payload = {k: _trimmed(v) for k, v in EXAMPLES[event][0].items() if k in keep}
+    text = json.dumps(payload, separators=(", ", ": "))
+    return f"echo {shlex.quote(text)} | kodelet hooks run {event.value} --payload -"
+
+
+def _trimmed(value: Any) -> Any:
+    """Strings without their trailing newlines: some ``echo``s would turn ``\\n`` into one."""
+    if isinstance(value, str):
+        return value.rstrip("\n")
+    if isinstance(value, dict):
+        return {k: _trimmed(v) for k, v in value.items()}
+    return value
+
+
+def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
+    """Write hook ``name`` into ``directory`` (created 0755); never overwrites."""
+    if not HOOK_NAME_RE.fullmatch(name) or name.endswith(".disable"):
+        raise HookScaffoldError(
+            f"invalid hook name {name!r}: use letters, digits, '.', '_' and '-', "
+            "without a .disable suffix"
+        )
+    if lang not in LANGS:
+        raise HookScaffoldError(f"unknown language {lang!r} (choose {' or '.join(LANGS)})")
+    target = directory / name
+    if os.path.lexists(target) or os.path.lexists(f"{target}.disable"):
+        raise HookScaffoldError(f"{target} already exists; not overwritten")
+    text = Template(resources.files(__package__).joinpath(LANGS[lang]).read_text("utf-8"))
+    body = text.substitute(
+        python=sys.executable, name=name, event=event.value, try_=try_command(event)
+    )
+    _make_dirs(directory)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), 0o755)  # whatever the umask says
+        fh.write(body)
+    return target
+
+
+def _make_dirs(directory: Path) -> None:
+    """Create what is missing, each 0755: a group-writable hooks dir would not be trusted."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        path.mkdir()
+        path.chmod(0o755)
