@@ -379,3 +379,31 @@ def test_an_async_hook_that_swallows_its_cancellation_is_still_timed_out(tmp_pat
     (rec,) = d.trace
     assert rec.outcome.value == "error" and "ignored its cancellation" in (rec.error or "")
     assert d.result.blocked is False
+
+
+def test_a_rewrite_whose_comparison_raises_is_its_hooks_failure(tmp_path: Path) -> None:
+    """The attack: a native hook returned an ``input`` whose ``__eq__`` raises, which
+    escaped the dispatch ("a dispatch never raises"); the next hook still runs."""
+    from kodelet import BeforeToolCallPayload, hookimpl
+    from kodelet.testing import isolated_runtime
+
+    class Hostile(dict):  # type: ignore[type-arg]
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("no comparing me")
+
+        __hash__ = None  # type: ignore[assignment]
+
+    class Rewriter:
+        @hookimpl(tryfirst=True)
+        def before_tool_call(self) -> Any:
+            return {"input": Hostile(command="ls")}
+
+    class Guard:
+        @hookimpl
+        def before_tool_call(self, tool_input: dict[str, Any]) -> Any:
+            return {"blocked": True, "reason": f"seen {sorted(tool_input)}"}
+
+    with isolated_runtime(tmp_path, ("guard", Guard()), ("rewriter", Rewriter())) as rt:
+        d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={"command": "x"}))
+    assert [r.name for r in d.trace] == ["rewriter", "guard"]
+    assert d.result.blocked is True
