@@ -252,7 +252,9 @@ def test_unknown_name_is_warned_about_everywhere(project: Path, tmp_path: Path) 
         "-",
         stdin='{"tool_name": "bash"}',
     )
-    assert 'config.toml names hook "gaurd"' in ran.stderr
+    assert "hook gaurd skipped: no hook or plugin of this name (configured in config.toml)" in (
+        ran.stderr
+    )
     assert "guard" not in shown.stderr.replace('"gaurd"', "")
 
 
