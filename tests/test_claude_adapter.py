@@ -477,3 +477,10 @@ def test_async_dispatch_and_context_kept_when_a_later_hook_blocks(project: Path)
         assert not ok.result.blocked
     finally:
         rt.close()
+
+
+def test_the_adapter_is_registered_under_its_own_name() -> None:
+    from kodelet.adapters.claude_code import NAME
+    from kodelet.assembly import CLAUDE_ADAPTER
+
+    assert NAME == CLAUDE_ADAPTER

@@ -16,8 +16,6 @@ from typing import Any
 
 import attrs
 
-from .adapters.claude_code import NAME as CLAUDE
-from .adapters.claude_code import ClaudeCodeAdapter
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
 from .adapters.process import killing_on_signals
@@ -29,6 +27,8 @@ from .places import Places
 from .runtime import SLOW_AFTER, Runtime
 
 __all__ = ["hooks_die_with_host", "load_runtime"]
+
+CLAUDE_ADAPTER = "kodelet:claude"  # adapters.claude_code.NAME, without importing it
 
 
 def hooks_die_with_host(runtime: Runtime) -> contextlib.AbstractContextManager[None]:
@@ -85,6 +85,9 @@ def load_runtime(
         runtime.register(obj, name=name)
     claude_hooks = None
     if claude and config.claude_hooks and not config.no_hooks:
+        # Imported here: `kodelet claude hook` runs without it and should not pay for it.
+        from .adapters.claude_code import ClaudeCodeAdapter
+
         claude_hooks = ClaudeCodeAdapter.load(places, config, env, transcript_path=transcript_path)
     if executables and not config.no_hooks:
 
@@ -101,6 +104,6 @@ def load_runtime(
         adapter = ExecutableAdapter.load(places, config, env, natives=natives)
         runtime.add_adapter(adapter, EXECUTABLES)
     if claude_hooks is not None:  # the call order comes from ranks, not from this order
-        runtime.add_adapter(claude_hooks, CLAUDE)
+        runtime.add_adapter(claude_hooks, CLAUDE_ADAPTER)
     runtime.configure()
     return runtime

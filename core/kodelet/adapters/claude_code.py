@@ -31,7 +31,7 @@ from ..places import Places
 from ..seam import Adapter, AdapterHook, Rank
 from .claude_settings import ClaudeHookSpec, load_hooks
 
-NAME = "kodelet:claude"
+NAME = "kodelet:claude"  # assembly.CLAUDE_ADAPTER spells it too, to import this lazily
 DISABLED = "disabled in config.toml"
 
 
