@@ -57,6 +57,12 @@ def _row(
     }
 
 
+def _file_row(event: Event | None, hook: DiscoveredHook) -> dict[str, Any]:
+    """An executable hook file that will not run, under its own name."""
+    return _row(event, _shown_name(hook), Source.EXECUTABLE, hook.path, None, hook.status,
+                hook.reason)  # fmt: skip
+
+
 def hook_rows(
     runtime: Runtime, only: Event | None = None, files: Sequence[DiscoveredHook] | None = None
 ) -> list[dict[str, Any]]:
@@ -95,17 +101,7 @@ def hook_rows(
             )
         for hook in discovered:
             if (hook.event or renamed.get(hook.path)) is event and hook.status is not Status.ACTIVE:
-                rows.append(
-                    _row(
-                        event,
-                        _shown_name(hook),
-                        Source.EXECUTABLE,
-                        hook.path,
-                        None,
-                        hook.status,
-                        hook.reason,
-                    )
-                )
+                rows.append(_file_row(event, hook))
         for c in claude_off:
             if c.event is event:
                 rows.append(_row(event, c.name, Source.CLAUDE, c.path, None, c.status, c.reason))
@@ -124,17 +120,7 @@ def hook_rows(
                 )
     for hook in discovered:
         if hook.event is None and hook.path not in renamed:
-            rows.append(
-                _row(
-                    None,
-                    _shown_name(hook),
-                    Source.EXECUTABLE,
-                    hook.path,
-                    None,
-                    hook.status,
-                    hook.reason,
-                )
-            )
+            rows.append(_file_row(None, hook))
     for c in claude_off:
         if c.event is None:
             rows.append(_row(None, c.name, Source.CLAUDE, c.path, None, c.status, c.reason))
