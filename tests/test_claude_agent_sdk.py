@@ -122,3 +122,20 @@ def test_the_example_host_checks_a_call_through_the_projects_hooks(project: Path
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+class Context:
+    @hookimpl
+    def user_message_send(self, message: str) -> Any:
+        return {"additional_context": [f"the user wrote {len(message)} characters"]}
+
+
+def test_additional_context_reaches_the_sdk_as_additional_context(tmp_path: Path) -> None:
+    with isolated_runtime(tmp_path, ("context", Context())) as rt:
+        out = fire(hooks(rt), base(tmp_path, "UserPromptSubmit", prompt="tidy up"))
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "the user wrote 7 characters",
+        }
+    }
