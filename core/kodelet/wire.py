@@ -215,12 +215,10 @@ def payload_from_wire(
     _known_keys(fields, [a.name for a in attrs.fields(cls)], "payload", strict)
     output = fields.get("tool_output")
     if isinstance(output, Mapping):
-        names = [_WIRE_NAMES.get(a.name, a.name) for a in attrs.fields(StructuredToolResult)]
+        renamed = WIRE_NAMES[StructuredToolResult]
+        names = [renamed.get(a.name, a.name) for a in attrs.fields(StructuredToolResult)]
         _known_keys(output, names, "payload.tool_output", strict)
     return structure(fields, cls, what="payload")
-
-
-_WIRE_NAMES = {"tool_name": "toolName"}
 
 
 def _known_keys(data: Mapping[str, Any], known: list[str], what: str, strict: bool) -> None:
