@@ -154,7 +154,7 @@ def native(scale: float) -> list[str]:
         "`pm.hook.before_tool_call(**kwargs)`.",
         "",
         f"**10 impls: {ten.ratio:.2f}{X} raw pluggy** ({us(ten.subject)} vs {us(ten.baseline)}); "
-        f"target ≤ 1.5{X}: {verdict(ten.ratio <= 1.5)}. "
+        f"target ≤ 1.25{X}: {verdict(ten.ratio <= 1.25)}. "
         f"Reading the trace as well (building its 10 TraceRecords): "
         f"{headline['trace'].ratio:.2f}{X}.",
         "",

@@ -95,16 +95,17 @@ class Reducer:
 
     event: Event
 
+    stopped = False
+    context: tuple[str, ...] = ()
+
     def __init__(self, payload: BasePayload, plain: bool = False) -> None:
         self.payload: BasePayload = payload
-        self.stopped = False
-        self.context: list[str] = []
 
     def _gather(self, result: Any) -> None:
         """Keep a hook's ``additional_context``, in call order, whatever else it did."""
         more = getattr(result, "additional_context", None)
         if more:
-            self.context.extend(more)
+            self.context += tuple(more)
 
     def _context(self) -> list[str] | None:
         return list(self.context) or None
@@ -131,11 +132,14 @@ class _Blocking(Reducer):
         self._block(f"hook {name} failed (fail-closed): {why}")
 
 
+_ALLOW = BeforeToolCallResult()  # frozen, so the common answer can be shared
+
+
 class BeforeToolCallReducer(_Blocking):
     event = Event.BEFORE_TOOL_CALL
 
     def __init__(self, payload: BeforeToolCallPayload, plain: bool = False) -> None:
-        super().__init__(payload)
+        self.payload = payload
         # A snapshot, so an impl that edits tool_input in place counts as a rewrite.
         tool_input = payload.tool_input
         self.original = (
@@ -162,6 +166,8 @@ class BeforeToolCallReducer(_Blocking):
             )
         final: BeforeToolCallPayload = self.payload  # type: ignore[assignment]
         changed = final.tool_input != self.original
+        if not changed and not self.context:
+            return _ALLOW
         return BeforeToolCallResult(
             input=final.tool_input if changed else None, additional_context=self._context()
         )

@@ -77,7 +77,7 @@ class Runtime:
         self._disabled = set(disabled) | set(self.config.disabled_plugins)
         self._sources: dict[str, Source] = {}
         self._order: dict[Event, list[HookEntry]] = {}
-        self._plans: dict[Event, tuple[list[HookEntry], list[tuple[Any, ...]]]] = {}
+        self._plans: dict[Event, list[tuple[Any, ...]]] = {}
         self._coroutines = CoroutineRunner()
         self._closed = False
         self._configured = False
@@ -99,7 +99,7 @@ class Runtime:
         self._sources[info.name] = Source.BUILTIN if info.kind == Source.BUILTIN else Source.PYTHON
         callers = self.pm.get_hookcallers(info.plugin) or []
         info.events = sorted(c.name for c in callers if c.name in Event._value2member_map_)
-        self._order.clear()
+        self._reorder()
         if self._configured:
             self.configure(info.plugin)
 
@@ -125,7 +125,11 @@ class Runtime:
         """Plug in an adapter (:class:`kodelet.seam.Adapter`): one registration, all its hooks."""
         self.pm.register(adapter.plugin, name=name)
         self.adapters[name] = adapter
+        self._reorder()
+
+    def _reorder(self) -> None:
         self._order.clear()
+        self._plans.clear()
 
     def configure(self, only: Any = None) -> None:
         """Hand each plugin its own ``[plugin.<name>]`` table once."""
@@ -153,13 +157,13 @@ class Runtime:
 
     def _plan(self, event: Event) -> list[tuple[Any, ...]]:
         """The call order unpacked into the loop's locals, rebuilt when the order is."""
-        entries = self.hooks(event)
-        held = self._plans.get(event)
-        if held is None or held[0] is not entries:
-            steps = [(e, e.name, e.source, e.call, e.acall, e.get, e.nargs, e.timeout)
-                     for e in entries]  # fmt: skip
-            held = self._plans[event] = (entries, steps)
-        return held[1]
+        steps = self._plans.get(event)
+        if steps is None:
+            steps = self._plans[event] = [
+                (e, e.name, e.source, e.call, e.acall, e.get, e.nargs, e.timeout)
+                for e in self.hooks(event)
+            ]
+        return steps
 
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
@@ -236,7 +240,7 @@ class Runtime:
             current = red.payload
             if red.stopped:
                 break
-        box.append(LazyDispatch(payload.EVENT, red.merged(), records))
+        box.append(LazyDispatch.of(payload.EVENT, red.merged(), records))
 
     def dispatch_wire(self, event: Event, data: Mapping[str, Any]) -> Dispatch:
         """Dispatch a payload given as wire JSON; ``ValueError`` names a bad field."""
