@@ -41,6 +41,9 @@ class HookSettings:
     enabled: bool = True
 
 
+_DEFAULT_HOOK = HookSettings()  # frozen: one for every hook without a table
+
+
 @attrs.frozen(kw_only=True)
 class Config:
     timeout: float = DEFAULT_TIMEOUT
@@ -54,7 +57,7 @@ class Config:
     sources: Mapping[str, str] = attrs.field(factory=dict)
 
     def hook(self, name: str) -> HookSettings:
-        return self.hooks.get(name) or HookSettings()
+        return self.hooks.get(name) or _DEFAULT_HOOK
 
     def timeout_for(self, name: str) -> float:
         """A hook's own timeout from a file, unless the environment or a flag set one:

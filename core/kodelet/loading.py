@@ -74,12 +74,13 @@ def load(ep: Any, builtin: bool, *, disabled: bool = False) -> PluginInfo:
     """The plugin an entry point names; ``disabled`` records it without importing it,
     so a plugin switched off in config.toml runs no code at all."""
     dist = ep.dist
+    meta = None if dist is None else dist.metadata  # parsed on each access: read once
     info = PluginInfo(
         name=ep.name,
         kind="builtin" if builtin else "python",
         location="builtin" if builtin else "installed",
-        version=None if dist is None else dist.version,
-        distribution=None if dist is None else dist.metadata["Name"],
+        version=None if meta is None else meta["Version"],
+        distribution=None if meta is None else meta["Name"],
     )
     if disabled:
         info.disabled = True

@@ -14,6 +14,7 @@ It still answers raw ``pm.hook.<event>(...)`` calls (see :class:`Adapter`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from enum import IntEnum
 from types import SimpleNamespace
@@ -87,6 +88,14 @@ class HookEntry:
     note: str | None = None
 
 
+class _Plugin(SimpleNamespace):
+    """pluggy looks at every name ``dir()`` gives when it registers a plugin; here
+    that is only the hookimpls and the seam's attribute, not object's dunders."""
+
+    def __dir__(self) -> list[str]:
+        return list(vars(self))
+
+
 class Adapter:
     """Base of adapter plugins: one registration, many hooks.
 
@@ -99,7 +108,7 @@ class Adapter:
     def __init__(self) -> None:
         # What pluggy registers: a namespace with only the hookimpls and the seam's
         # attribute, because pluggy inspects every attribute of a plugin it registers.
-        self.plugin = SimpleNamespace(
+        self.plugin = _Plugin(
             **{e.value: _raw_impl(self, e) for e in Event},
             **{ADAPTER_HOOKS: self.kodelet_hooks},
         )
@@ -127,14 +136,26 @@ _RAW_TIMEOUT = 30.0
 
 
 def _raw_impl(adapter: Adapter, event: Event) -> Callable[..., Any]:
-    """A hookimpl taking the whole payload as real parameters.
+    return hookimpl(_raw_impl_factory(event)(adapter._raw_call, event))
+
+
+@functools.cache
+def _raw_impl_factory(event: Event) -> Callable[..., Callable[..., Any]]:
+    """Makes hookimpls taking the whole payload as real parameters.
 
     pluggy reads argument names from the function's code object, so the function
-    is compiled with the event's field names (from the payload model) as parameters."""
+    is compiled with the event's field names (from the payload model) as
+    parameters: once per event, not once per adapter, as compiling is most of
+    what building an adapter costs."""
     names = field_names(event)
     fields = ", ".join(f"{n!r}: {n}" for n in names if n != "event")
-    source = f"def {event.value}({', '.join(names)}):\n    return call(EVENT, {{{fields}}})\n"
-    namespace: dict[str, Any] = {"call": adapter._raw_call, "EVENT": event}
+    source = (
+        "def make(call, EVENT):\n"
+        f"    def {event.value}({', '.join(names)}):\n"
+        f"        return call(EVENT, {{{fields}}})\n"
+        f"    return {event.value}\n"
+    )
+    namespace: dict[str, Any] = {}
     exec(source, namespace)  # names come from our own payload models
-    impl: Callable[..., Any] = namespace[event.value]
-    return hookimpl(impl)
+    make: Callable[..., Callable[..., Any]] = namespace["make"]
+    return make

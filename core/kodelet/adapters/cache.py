@@ -126,19 +126,22 @@ class DiscoveryCache:
             return
         self._entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
 
-    def lookup(self, path: Path) -> tuple[str, list[int], Answer | ValueError | None]:
+    def lookup(
+        self, path: Path, st: os.stat_result | None = None
+    ) -> tuple[str, list[int], Answer | ValueError | None]:
         """(real path, stat key, cached answer, cached failure or None); ``OSError`` if
-        the file is gone."""
-        st = os.lstat(path)
+        the file is gone. ``st`` is the file's ``lstat`` if the caller took it."""
+        if st is None:
+            st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
             real = os.path.realpath(path)
             st = os.stat(real)
         else:
-            parent, name = os.path.split(path)
+            parent, _, name = str(path).rpartition("/")
             real_parent = self._dirs.get(parent)
             if real_parent is None:
-                real_parent = self._dirs[parent] = os.path.realpath(parent)
-            real = os.path.join(real_parent, name)
+                real_parent = self._dirs[parent] = os.path.realpath(parent or "/").rstrip("/")
+            real = f"{real_parent}/{name}"
         key = _key_of(st)
         with self._lock:
             entry = self._entries.get(real)
@@ -153,10 +156,11 @@ class DiscoveryCache:
             return real, key, (event, protocols)
         return real, key, None
 
-    def peek(self, path: Path) -> Answer | ValueError | None:
-        """The cached answer without running anything, or None if the file must be asked."""
+    def peek(self, path: Path, *, st: os.stat_result | None = None) -> Answer | ValueError | None:
+        """The cached answer without running anything, or None if the file must be asked
+        (``st``: the file's ``lstat``, if the caller took it)."""
         try:
-            answer = self.lookup(path)[2]
+            answer = self.lookup(path, st)[2]
         except OSError:
             return None
         if answer is not None:

@@ -44,6 +44,9 @@ class Candidate:
     location: Location
     plugin: str | None = None  # "org/repo" for plugin-repo hooks
     plugin_root: Path | None = None
+    # What lstat said when the directory was listed: the trust check and the cache
+    # key judge that one look, not three.
+    lstat: os.stat_result | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -131,21 +134,27 @@ def _realpath(path: Path, memo: dict[Path, Path] | None) -> Path:
 _SLOW = "?"
 
 
-def _untrusted_plain(path: Path, root: Path, memo: dict[Any, Any]) -> str | None:
+def _untrusted_plain(
+    path: Path, root: Path, memo: dict[Any, Any], st: os.stat_result | None
+) -> str | None:
     """:func:`_untrusted` for the common case, a regular file (not a symlink) in a
-    directory already judged: one ``lstat``. ``_SLOW`` when the full check must run."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return _SLOW
-    if stat.S_ISLNK(st.st_mode) or path == root:
+    directory already judged: one ``lstat`` (none when the listing took it, as a
+    listed file is never the root). ``_SLOW`` when the full check must run."""
+    if st is None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return _SLOW
+        if path == root:
+            return _SLOW
+    if stat.S_ISLNK(st.st_mode):
         return _SLOW
     me = os.geteuid()
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"{shown(path)} is group- or world-writable"
     if st.st_uid not in (me, 0):
         return f"{shown(path)} is owned by uid {st.st_uid}, not the current user or root"
-    key = ("plain", os.path.dirname(path), root)
+    key = ("plain", str(path).rpartition("/")[0], root)
     state = memo.get(key)
     if state is None:
         parent = path.parent
@@ -160,14 +169,20 @@ def _untrusted_plain(path: Path, root: Path, memo: dict[Any, Any]) -> str | None
     return str(state) or None
 
 
-def _untrusted(path: Path, root: Path, memo: dict[Any, Any] | None = None) -> str | None:
+def _untrusted(
+    path: Path,
+    root: Path,
+    memo: dict[Any, Any] | None = None,
+    lstat: os.stat_result | None = None,
+) -> str | None:
     """Why a file must not be run because someone else could have written it.
 
     A symlink is judged by where it leads too: the target and its directories
     (up to the root if it stays inside, else up to ``/``) must be safe as well.
-    ``memo`` (one per discovery) shares the directories' answers between files."""
+    ``memo`` (one per discovery) shares the directories' answers between files;
+    ``lstat`` is the file's, if the caller has it."""
     if memo is not None:
-        quick = _untrusted_plain(path, root, memo)
+        quick = _untrusted_plain(path, root, memo, lstat)
         if quick != _SLOW:
             return quick
     me = os.geteuid()
@@ -197,7 +212,8 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
     skipped: list[DiscoveredHook] = []
     for directory, location, plugin, plugin_root, trust_root in hook_dirs(places):
         try:
-            entries = sorted(directory.iterdir(), key=lambda p: p.name)
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=_name_of)
         except FileNotFoundError:
             continue
         except OSError as exc:
@@ -219,25 +235,35 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             )
             continue
         prefix = f"{plugin}/" if plugin else ""
-        for entry in entries:
-            cand = Candidate(
-                name=prefix + shown(entry.name),
-                path=entry,
-                location=location,
-                plugin=plugin,
-                plugin_root=plugin_root,
-            )
+        for listed in entries:
+            entry = directory / listed.name
             try:
-                st = entry.stat()
+                lst = listed.stat(follow_symlinks=False)
+                st = os.stat(entry) if stat.S_ISLNK(lst.st_mode) else lst
             except OSError as exc:
+                cand = Candidate(
+                    name=prefix + shown(listed.name),
+                    path=entry,
+                    location=location,
+                    plugin=plugin,
+                    plugin_root=plugin_root,
+                )
                 why = _unreachable(entry, exc)
                 skipped.append(
                     DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=why)
                 )
                 continue
-            if plugin and entry.name == CLAUDE_PLUGIN_HOOKS:
+            cand = Candidate(
+                name=prefix + shown(listed.name),
+                path=entry,
+                location=location,
+                plugin=plugin,
+                plugin_root=plugin_root,
+                lstat=lst,
+            )
+            if plugin and listed.name == CLAUDE_PLUGIN_HOOKS:
                 continue  # Claude Code's plugin layout: the Claude Code adapter reads it
-            if entry.name.endswith(DISABLE_SUFFIX):
+            if listed.name.endswith(DISABLE_SUFFIX):
                 skipped.append(
                     DiscoveredHook(
                         candidate=cand,
@@ -267,6 +293,10 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             seen[cand.name] = entry
             todo.append((cand, trust_root))
     return todo, skipped
+
+
+def _name_of(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _unreachable(entry: Path, exc: OSError) -> str:
@@ -413,7 +443,7 @@ def discover(
     fresh: list[Path] = []
     memo: dict[Any, Any] = {}
     for cand, trust_root in todo:
-        why = _untrusted(cand.path, trust_root, memo)
+        why = _untrusted(cand.path, trust_root, memo, cand.lstat)
         if why:
             results.append(
                 DiscoveredHook(
@@ -426,7 +456,7 @@ def discover(
             continue
         # A fail-closed guardrail is always asked: no cache entry may move it off its event.
         guarded = config is not None and config.hook(cand.name).fail_closed
-        known = peek(cand.path) if callable(peek) and not guarded else None
+        known = peek(cand.path, st=cand.lstat) if callable(peek) and not guarded else None
         if config is not None and not config.hook_enabled(cand.name):
             # Disabled means not run, not even asked: the event is shown only if cached.
             event = known[0] if isinstance(known, tuple) else None
