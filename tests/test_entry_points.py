@@ -473,3 +473,20 @@ def test_an_entry_point_naming_a_class_gets_one_instance_per_runtime(tmp_path, m
     assert two == UserMessageSendResult(blocked=True, reason="configured: beta")
     assert plugins[0] is not plugins[1]
     assert type(plugins[0]).__name__ == "Configured"
+
+
+def test_a_builtin_shows_the_installed_kodelet_version(tmp_path: Path) -> None:
+    """Built-ins are listed without parsing kodelet's own metadata: the version they
+    show must still be the installed distribution's and pyproject.toml's."""
+    import tomllib
+
+    import importlib_metadata
+    import kodelet
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    installed = importlib_metadata.version("kodelet")
+    assert kodelet.__version__ == installed == project["project"]["version"]
+    with load_runtime(cwd=tmp_path, home=tmp_path / "home", entry_points=False) as rt:
+        builtins = [p for p in rt.plugins if p.kind == Source.BUILTIN]
+    assert builtins, "the kodelet wheel ships at least one built-in"
+    assert {(p.version, p.distribution) for p in builtins} == {(installed, "kodelet")}

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import importlib_metadata
 
+from . import __version__
 from .markers import ENTRY_POINT_GROUP, PROJECT
 
 log = logging.getLogger("kodelet.loading")
@@ -37,6 +38,9 @@ class PluginInfo:
     error: str | None = None
     disabled: bool = False
     plugin: Any = attrs.field(default=None, repr=False, eq=False)
+
+
+_OWN = {"Name": PROJECT, "Version": __version__}  # a test keeps it equal to pyproject.toml's
 
 
 def _is_own(dist: Any) -> bool:
@@ -74,7 +78,9 @@ def load(ep: Any, builtin: bool, *, disabled: bool = False) -> PluginInfo:
     """The plugin an entry point names; ``disabled`` records it without importing it,
     so a plugin switched off in config.toml runs no code at all."""
     dist = ep.dist
-    meta = None if dist is None else dist.metadata  # parsed on each access: read once
+    # Metadata is parsed anew on each access, so it is read once, and not at all for
+    # a built-in: that one ships in kodelet's own distribution.
+    meta: Any = None if dist is None else _OWN if builtin else dist.metadata
     info = PluginInfo(
         name=ep.name,
         kind="builtin" if builtin else "python",
