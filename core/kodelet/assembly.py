@@ -85,10 +85,17 @@ def load_runtime(
         runtime.register(obj, name=name)
     claude_hooks = None
     if claude and config.claude_hooks and not config.no_hooks:
-        # Imported here: `kodelet claude hook` runs without it and should not pay for it.
-        from .adapters.claude_code import ClaudeCodeAdapter
+        # Reading the settings files is cheap; the adapter (the Spec 07 runner and its
+        # types) is imported only when they hold a hook, so no one else pays for it.
+        from .adapters.claude_settings import load_hooks
 
-        claude_hooks = ClaudeCodeAdapter.load(places, config, env, transcript_path=transcript_path)
+        specs = load_hooks(places, env)
+        if specs:
+            from .adapters.claude_code import ClaudeCodeAdapter
+
+            claude_hooks = ClaudeCodeAdapter(
+                specs, config, cwd=str(places.cwd), transcript_path=transcript_path
+            )
     if executables and not config.no_hooks:
 
         def natives() -> set[str]:

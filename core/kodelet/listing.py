@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from .adapters.cache import DiscoveryCache, cache_disabled
-from .adapters.claude_code import NAME as CLAUDE
 from .adapters.discovery import DISABLED_IN_CONFIG, DiscoveredHook
 from .adapters.executables import NAME as EXECUTABLES
+from .assembly import CLAUDE_ADAPTER as CLAUDE
 from .events import Event
 from .kinds import Source, Status
 from .loading import PluginInfo
 from .places import DISABLE_SUFFIX
-from .recipes.loader import builtin_recipes
 from .runtime import Runtime
 
 NOT_EXECUTABLE = "not executable"
@@ -233,6 +232,8 @@ def suggest(name: str, names: Iterable[str]) -> list[str]:
 
 def plugin_rows(runtime: Runtime) -> list[dict[str, Any]]:
     """Every native plugin the runtime knows of, loaded, disabled or broken."""
+    from .recipes.loader import builtin_recipes  # only plugins list needs the recipes
+
     shipped = builtin_recipes()
     return [_plugin_row(runtime, info, shipped) for info in runtime.plugins]
 

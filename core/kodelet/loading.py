@@ -18,6 +18,7 @@ import attrs
 import importlib_metadata
 
 from . import __version__
+from .calls import describe
 from .markers import ENTRY_POINT_GROUP, PROJECT
 
 log = logging.getLogger("kodelet.loading")
@@ -145,3 +146,21 @@ def _spec_origin(module: str | None) -> str | None:
     if spec is None or not spec.has_location:
         return None
     return spec.origin
+
+
+def configure_plugins(pm: Any, config: Any, plugins: list[PluginInfo], only: Any = None) -> None:
+    """Call every ``configure`` impl (or ``only``'s) with its plugin's own table; a
+    failure is that plugin's, logged and kept for ``plugins list``, never the host's."""
+    for impl in reversed(pm.hook.configure.get_hookimpls()):
+        if only is not None and impl.plugin is not only:
+            continue
+        own = config.plugin_config(impl.plugin_name)
+        try:
+            impl.function(*[{"config": own}[a] for a in impl.argnames])
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            log.warning("plugin %s: configure failed: %s", impl.plugin_name, describe(exc))
+            for info in plugins:
+                if info.name == impl.plugin_name:
+                    info.error = f"configure failed: {describe(exc)}"

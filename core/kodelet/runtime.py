@@ -22,21 +22,11 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .calls import (
-    CoroutineRunner,
-    Raised,
-    bounded,
-    cancelling,
-    caught,
-    describe,
-    failed,
-    feed,
-    settled,
-)
+from .calls import CoroutineRunner, Raised, bounded, cancelling, caught, failed, feed, settled
 from .config import Config
 from .events import Event
 from .kinds import Location, Source
-from .loading import PluginInfo
+from .loading import PluginInfo, configure_plugins
 from .markers import PROJECT
 from .ordering import call_order
 from .payloads import BasePayload
@@ -76,8 +66,7 @@ class Runtime:
         self.adapters: dict[str, Any] = {}
         self._disabled = set(disabled) | set(self.config.disabled_plugins)
         self._sources: dict[str, Source] = {}
-        self._order: dict[Event, list[HookEntry]] = {}
-        self._plans: dict[Event, list[tuple[Any, ...]]] = {}
+        self._order: dict[Event, tuple[list[HookEntry], list[tuple[Any, ...]]]] = {}
         self._coroutines = CoroutineRunner()
         self._closed = False
         self._configured = False
@@ -99,7 +88,7 @@ class Runtime:
         self._sources[info.name] = Source.BUILTIN if info.kind == Source.BUILTIN else Source.PYTHON
         callers = self.pm.get_hookcallers(info.plugin) or []
         info.events = sorted(c.name for c in callers if c.name in Event._value2member_map_)
-        self._reorder()
+        self._order.clear()
         if self._configured:
             self.configure(info.plugin)
 
@@ -125,45 +114,26 @@ class Runtime:
         """Plug in an adapter (:class:`kodelet.seam.Adapter`): one registration, all its hooks."""
         self.pm.register(adapter.plugin, name=name)
         self.adapters[name] = adapter
-        self._reorder()
-
-    def _reorder(self) -> None:
         self._order.clear()
-        self._plans.clear()
 
     def configure(self, only: Any = None) -> None:
         """Hand each plugin its own ``[plugin.<name>]`` table once."""
         self._configured = True
-        for impl in reversed(self.pm.hook.configure.get_hookimpls()):
-            if only is not None and impl.plugin is not only:
-                continue
-            own = self.config.plugin_config(impl.plugin_name)
-            try:
-                impl.function(*[{"config": own}[a] for a in impl.argnames])
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as exc:
-                log.warning("plugin %s: configure failed: %s", impl.plugin_name, describe(exc))
-                for info in self.plugins:
-                    if info.name == impl.plugin_name:
-                        info.error = f"configure failed: {describe(exc)}"
+        configure_plugins(self.pm, self.config, self.plugins, only)
 
     def hooks(self, event: Event) -> list[HookEntry]:
         """The hooks for ``event`` in call order."""
-        entries = self._order.get(event)
-        if entries is None:
-            entries = self._order[event] = call_order(self, event)
-        return entries
+        return self._ordered(event)[0]
 
-    def _plan(self, event: Event) -> list[tuple[Any, ...]]:
-        """The call order unpacked into the loop's locals, rebuilt when the order is."""
-        steps = self._plans.get(event)
-        if steps is None:
-            steps = self._plans[event] = [
-                (e, e.name, e.source, e.call, e.acall, e.get, e.nargs, e.timeout)
-                for e in self.hooks(event)
-            ]
-        return steps
+    def _ordered(self, event: Event) -> tuple[list[HookEntry], list[tuple[Any, ...]]]:
+        """The call order, and the same unpacked into the dispatch loop's locals."""
+        held = self._order.get(event)
+        if held is None:
+            entries = call_order(self, event)
+            steps = [(e, e.name, e.source, e.call, e.acall, e.get, e.nargs, e.timeout)
+                     for e in entries]  # fmt: skip
+            held = self._order[event] = (entries, steps)
+        return held
 
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
@@ -201,7 +171,9 @@ class Runtime:
         no_action = Outcome.NO_ACTION
         suspended = False
         started = clock()
-        for entry, name, source, call, acall, get, nargs, timeout in self._plan(payload.EVENT):
+        for entry, name, source, call, acall, get, nargs, timeout in self._ordered(payload.EVENT)[
+            1
+        ]:
             try:
                 if nargs == 1:
                     raw = call(get(current))

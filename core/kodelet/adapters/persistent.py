@@ -121,8 +121,11 @@ class _Server:
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._buf = bytearray()
+        # stdout and stderr stay registered for the server's life; stdin only while a
+        # payload is too big for the pipe to take at once.
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._err, selectors.EVENT_READ)
+        self._sel.register(self._out, selectors.EVENT_READ)
         self._tail = bytearray()  # the last STDERR_TAIL bytes, for failure notes
         self._line = bytearray()  # a stderr line not finished yet, for the log
 
@@ -188,13 +191,12 @@ class _Server:
         deadline = time.monotonic() + min(timeout, MAX_TIMEOUT)
         if self._stray_output():
             raise _Broken(self._why_stray())
-        view = memoryview(line)
+        view = self._write(memoryview(line))
         sel = self._sel
-        sel.register(self._out, selectors.EVENT_READ)
-        sel.register(self._in, selectors.EVENT_WRITE)
+        if view:
+            sel.register(self._in, selectors.EVENT_WRITE)
         if cancel is not None:
             sel.register(wake, selectors.EVENT_READ)
-        writing = True
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -202,48 +204,58 @@ class _Server:
                     raise _Broken(f"timed out after {timeout:g}s")
                 if cancel is not None and cancel.is_set():
                     raise _Broken("cancelled")
-                # stderr first: a line printed before the answer is logged before it.
-                events = sorted(sel.select(remaining), key=lambda e: e[0].fd != self._err)
+                events = sel.select(remaining)
+                if len(events) > 1:  # stderr first: a line printed before the answer is logged
+                    events.sort(key=lambda e: e[0].fd != self._err)
                 for key, _ in events:
-                    if key.fd == self._err:
+                    fd = key.fd
+                    if fd == self._err:
                         self._drain_stderr()
-                        continue
-                    if key.fd == wake:
+                    elif fd == wake:
                         with contextlib.suppress(OSError):
                             os.read(wake, 512)
-                        continue
-                    if key.fd == self._in:
-                        try:
-                            n = os.write(self._in, view[:_CHUNK])
-                        except BlockingIOError:
-                            continue
-                        except OSError:  # the server is gone: its exit says why
-                            n, view = 0, view[:0]
-                        view = view[n:]
-                        if not view and writing:
+                    elif fd == self._in:
+                        view = self._write(view)
+                        if not view:
                             sel.unregister(self._in)
-                            writing = False
-                        continue
-                    try:
-                        chunk = os.read(self._out, _CHUNK)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        raise _Broken(self._why_gone(deadline))
-                    self._buf += chunk
-                    end = self._buf.find(b"\n")
-                    if end >= 0:
-                        answer = bytes(self._buf[:end])
-                        del self._buf[: end + 1]
-                        if writing:
-                            raise _Broken("answered before reading the whole payload")
-                        return answer
-                    if len(self._buf) > STDOUT_CAP:
-                        raise _Broken(f"output exceeded {STDOUT_CAP} bytes")
+                    else:
+                        answer = self._read_answer(deadline, writing=bool(view))
+                        if answer is not None:
+                            return answer
         finally:
-            for fd in (self._out, self._in, wake):
+            for fd in (self._in, wake):
                 with contextlib.suppress(KeyError, ValueError):
                     sel.unregister(fd)
+
+    def _write(self, view: memoryview) -> memoryview:
+        """Write what the pipe takes now; what is left to write."""
+        try:
+            n = os.write(self._in, view[:_CHUNK])
+        except BlockingIOError:
+            return view
+        except OSError:  # the server is gone: its exit says why, when stdout closes
+            return view[:0]
+        return view[n:]
+
+    def _read_answer(self, deadline: float, *, writing: bool) -> bytes | None:
+        """Read what stdout holds; the answer line once it is whole."""
+        try:
+            chunk = os.read(self._out, _CHUNK)
+        except BlockingIOError:
+            return None
+        if not chunk:
+            raise _Broken(self._why_gone(deadline))
+        self._buf += chunk
+        end = self._buf.find(b"\n")
+        if end >= 0:
+            answer = bytes(self._buf[:end])
+            del self._buf[: end + 1]
+            if writing:
+                raise _Broken("answered before reading the whole payload")
+            return answer
+        if len(self._buf) > STDOUT_CAP:
+            raise _Broken(f"output exceeded {STDOUT_CAP} bytes")
+        return None
 
     def leftover(self) -> str | None:
         """What the server printed after its answer line, if anything (it is then out of step)."""

@@ -20,9 +20,6 @@ from typing import Any
 
 import typer
 
-from ..bridges.claude_code import EVENTS
-from ..bridges.claude_code import main as hook_main
-from ..listing import hook_rows
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
 app = typer.Typer(
@@ -117,6 +114,8 @@ def without_ours(data: dict[str, Any]) -> dict[str, Any]:
 def with_ours(data: dict[str, Any], command: str) -> dict[str, Any]:
     out = without_ours(data)
     hooks = dict(out.get("hooks", {}))
+    from ..bridges.claude_code import EVENTS
+
     for event in EVENTS:
         group: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
         if event in TOOL_EVENTS:
@@ -223,6 +222,9 @@ def status(
         except SettingsError as exc:
             entry = {"events": [], "error": str(exc)}
         scopes.append({"scope": scope.value, "path": str(path), **entry})
+    from ..bridges.claude_code import EVENTS
+    from ..listing import hook_rows
+
     wanted = {event.value for event, _ in EVENTS.values()}
     with listing_quietly():
         rt = make_runtime(ctx)
@@ -250,4 +252,6 @@ def status(
 def hook(ctx: typer.Context) -> None:
     """The command Claude Code runs: one hook input on stdin, Claude Code's output on stdout."""
     extra = ["--no-hooks"] if state(ctx).no_hooks else []
+    from ..bridges.claude_code import main as hook_main
+
     raise typer.Exit(hook_main([*ctx.args, *extra]))

@@ -12,10 +12,7 @@ from collections import defaultdict
 
 import typer
 
-from ..adapters.claude_settings import load_hooks
-from ..claude import CommandHook, HookMatcher, Runner, merge
 from ..claude.events import HookEvent, parse_hook_event
-from ..claude.types import HookDataError
 from ..places import Places
 from .common import fail, print_json, state
 from .hooks_cmd import _read_payload
@@ -34,6 +31,11 @@ def run(
     repositories) on one event and print the merged hook output as JSON.
 
     Hooks that cannot run are named on stderr. Exit status is 0 whatever they decided."""
+    # Imported here: the runner is not needed by any other command.
+    from ..adapters.claude_settings import load_hooks
+    from ..claude import CommandHook, HookMatcher, Runner, merge
+    from ..claude.types import HookDataError
+
     try:
         hook_event = parse_hook_event(event)
     except ValueError as exc:
