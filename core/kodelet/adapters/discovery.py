@@ -237,22 +237,13 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
         prefix = f"{plugin}/" if plugin else ""
         for listed in entries:
             entry = directory / listed.name
+            lst: os.stat_result | None = None
             try:
                 lst = listed.stat(follow_symlinks=False)
                 st = os.stat(entry) if stat.S_ISLNK(lst.st_mode) else lst
+                why = None
             except OSError as exc:
-                cand = Candidate(
-                    name=prefix + shown(listed.name),
-                    path=entry,
-                    location=location,
-                    plugin=plugin,
-                    plugin_root=plugin_root,
-                )
                 why = _unreachable(entry, exc)
-                skipped.append(
-                    DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=why)
-                )
-                continue
             cand = Candidate(
                 name=prefix + shown(listed.name),
                 path=entry,
@@ -261,6 +252,11 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 plugin_root=plugin_root,
                 lstat=lst,
             )
+            if why is not None:
+                skipped.append(
+                    DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=why)
+                )
+                continue
             if plugin and listed.name == CLAUDE_PLUGIN_HOOKS:
                 continue  # Claude Code's plugin layout: the Claude Code adapter reads it
             if listed.name.endswith(DISABLE_SUFFIX):
