@@ -59,6 +59,13 @@ class DiscoveredHook:
     # The file of the same name higher up that runs instead of this one.
     shadowed_by: Path | None = None
 
+    @classmethod
+    def not_run(
+        cls, cand: Candidate, reason: str, status: Status = Status.SKIPPED, **kw: Any
+    ) -> DiscoveredHook:
+        """A file looked at that will not run, and why."""
+        return cls(candidate=cand, event=kw.pop("event", None), status=status, reason=reason, **kw)
+
     @property
     def name(self) -> str:
         return self.candidate.name
@@ -219,31 +226,26 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
         except OSError as exc:
             # The hooks in it cannot even be named; a fail-closed guardrail among them
             # is held by the stand-in for a configured name that no hook has.
-            skipped.append(
-                DiscoveredHook(
-                    candidate=Candidate(
-                        name=(f"{plugin}/" if plugin else "") + "*",
-                        path=directory,
-                        location=location,
-                        plugin=plugin,
-                        plugin_root=plugin_root,
-                    ),
-                    event=None,
-                    status=Status.SKIPPED,
-                    reason=f"hooks directory unreadable: {exc.strerror or exc}",
-                )
+            whole = Candidate(
+                name=(f"{plugin}/" if plugin else "") + "*",
+                path=directory,
+                location=location,
+                plugin=plugin,
+                plugin_root=plugin_root,
             )
+            why = f"hooks directory unreadable: {exc.strerror or exc}"
+            skipped.append(DiscoveredHook.not_run(whole, why))
             continue
         prefix = f"{plugin}/" if plugin else ""
         for listed in entries:
             entry = directory / listed.name
             lst: os.stat_result | None = None
+            unreachable: str | None = None
             try:
                 lst = listed.stat(follow_symlinks=False)
                 st = os.stat(entry) if stat.S_ISLNK(lst.st_mode) else lst
-                why = None
             except OSError as exc:
-                why = _unreachable(entry, exc)
+                unreachable = _unreachable(entry, exc)
             cand = Candidate(
                 name=prefix + shown(listed.name),
                 path=entry,
@@ -252,39 +254,22 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 plugin_root=plugin_root,
                 lstat=lst,
             )
-            if why is not None:
-                skipped.append(
-                    DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=why)
-                )
+            if unreachable is not None:
+                skipped.append(DiscoveredHook.not_run(cand, unreachable))
                 continue
             if plugin and listed.name == CLAUDE_PLUGIN_HOOKS:
                 continue  # Claude Code's plugin layout: the Claude Code adapter reads it
             if listed.name.endswith(DISABLE_SUFFIX):
-                skipped.append(
-                    DiscoveredHook(
-                        candidate=cand,
-                        event=None,
-                        status=Status.DISABLED,
-                        reason="renamed to .disable",
-                    )
-                )
+                skipped.append(DiscoveredHook.not_run(cand, "renamed to .disable", Status.DISABLED))
                 continue
             if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
                 what = "a directory" if stat.S_ISDIR(st.st_mode) else "not executable"
-                skipped.append(
-                    DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=what)
-                )
+                skipped.append(DiscoveredHook.not_run(cand, what))
                 continue
             if cand.name in seen:
-                skipped.append(
-                    DiscoveredHook(
-                        candidate=cand,
-                        event=None,
-                        status=Status.SKIPPED,
-                        reason=f"shadowed by {seen[cand.name]} (same name, higher up)",
-                        shadowed_by=seen[cand.name],
-                    )
-                )
+                above = seen[cand.name]
+                why = f"shadowed by {above} (same name, higher up)"
+                skipped.append(DiscoveredHook.not_run(cand, why, shadowed_by=above))
                 continue
             seen[cand.name] = entry
             todo.append((cand, trust_root))
@@ -421,7 +406,7 @@ def discover(
 
     def skip(cand: Candidate, exc: ValueError) -> DiscoveredHook:
         log.warning("hook %s skipped: %s", cand.name, exc)
-        return DiscoveredHook(candidate=cand, event=None, status=Status.SKIPPED, reason=str(exc))
+        return DiscoveredHook.not_run(cand, str(exc))
 
     def one(cand: Candidate) -> DiscoveredHook:
         try:
@@ -441,14 +426,7 @@ def discover(
     for cand, trust_root in todo:
         why = _untrusted(cand.path, trust_root, memo, cand.lstat)
         if why:
-            results.append(
-                DiscoveredHook(
-                    candidate=cand,
-                    event=None,
-                    status=Status.SKIPPED,
-                    reason=f"untrusted: {why}",
-                )
-            )
+            results.append(DiscoveredHook.not_run(cand, f"untrusted: {why}"))
             continue
         # A fail-closed guardrail is always asked: no cache entry may move it off its event.
         guarded = config is not None and config.hook(cand.name).fail_closed
@@ -456,13 +434,10 @@ def discover(
         if config is not None and not config.hook_enabled(cand.name):
             # Disabled means not run, not even asked: the event is shown only if cached.
             event = known[0] if isinstance(known, tuple) else None
+            protocols = known[1] if isinstance(known, tuple) else ()
             results.append(
-                DiscoveredHook(
-                    candidate=cand,
-                    event=event,
-                    status=Status.DISABLED,
-                    reason=DISABLED_IN_CONFIG,
-                    protocols=known[1] if isinstance(known, tuple) else (),
+                DiscoveredHook.not_run(
+                    cand, DISABLED_IN_CONFIG, Status.DISABLED, event=event, protocols=protocols
                 )
             )
         elif isinstance(known, ValueError):
@@ -566,14 +541,9 @@ def unknown_hooks(
         if name not in config.hooks:
             continue
         source = config.sources.get(f'hooks."{name}".fail_closed') or str(places.local_root)
-        found.append(
-            DiscoveredHook(
-                candidate=Candidate(name=name, path=Path(source), location=Location.LOCAL),
-                event=None,
-                status=Status.SKIPPED,
-                reason="no hook or plugin of this name (configured in config.toml)",
-            )
-        )
+        cand = Candidate(name=name, path=Path(source), location=Location.LOCAL)
+        why = "no hook or plugin of this name (configured in config.toml)"
+        found.append(DiscoveredHook.not_run(cand, why))
     return found
 
 

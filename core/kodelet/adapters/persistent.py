@@ -44,12 +44,10 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ..config import MAX_TIMEOUT
 from ..errors import HookFailure
-from ..events import Event
 from ..kinds import Protocol
 from .executable import ExecutableHook, parse_answer
 from .process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group, spawn_options
@@ -342,26 +340,8 @@ class _Slot:
 class PersistentHook(ExecutableHook):
     """An executable hook served by one long-running process (see the module docstring)."""
 
-    def __init__(
-        self,
-        name: str,
-        path: Path,
-        event: Event,
-        *,
-        plugin_root: Path | None = None,
-        default_cwd: str = "",
-        env: Mapping[str, str] | None = None,
-        groups: ProcessGroups | None = None,
-    ) -> None:
-        super().__init__(
-            name,
-            path,
-            event,
-            plugin_root=plugin_root,
-            default_cwd=default_cwd,
-            env=env,
-            groups=groups,
-        )
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)  # ExecutableHook's parameters
         self._lock = threading.Lock()
         self._slot = _Slot()
         self._failures = 0

@@ -41,6 +41,28 @@ class ProcessResult:
     duration: float = 0.0
     stdout_cap: int = STDOUT_CAP
 
+    @classmethod
+    def of(
+        cls,
+        returncode: int | None,
+        out: bytearray,
+        err: bytearray,
+        timed_out: bool,
+        overflow: bool,
+        start: float,
+        stdout_cap: int,
+    ) -> ProcessResult:
+        """What a run read, sync or asyncio: stdout cut at the cap, time since ``start``."""
+        return cls(
+            returncode=returncode,
+            stdout=bytes(out[:stdout_cap]) if overflow else bytes(out),
+            stderr=bytes(err),
+            timed_out=timed_out,
+            overflow=overflow,
+            duration=time.monotonic() - start,
+            stdout_cap=stdout_cap,
+        )
+
     def failure(self, timeout: float) -> str | None:
         """Why this run counts as the hook's failure, or None if it succeeded."""
         if self.timed_out:
@@ -296,15 +318,7 @@ def run_process(
                 f.close()
         if groups is not None:
             groups.discard(proc.pid)
-    return ProcessResult(
-        returncode=proc.returncode,
-        stdout=bytes(out[:stdout_cap]) if overflow else bytes(out),
-        stderr=bytes(err),
-        timed_out=timed_out,
-        overflow=overflow,
-        duration=time.monotonic() - start,
-        stdout_cap=stdout_cap,
-    )
+    return ProcessResult.of(proc.returncode, out, err, timed_out, overflow, start, stdout_cap)
 
 
 @attrs.frozen(kw_only=True)
@@ -644,12 +658,4 @@ async def arun_process(
         if transport is not None:
             transport.close()
     overflow = state["overflow"]
-    return ProcessResult(
-        returncode=proc.returncode,
-        stdout=bytes(out[:stdout_cap]) if overflow else bytes(out),
-        stderr=bytes(err),
-        timed_out=timed_out,
-        overflow=overflow,
-        duration=time.monotonic() - start,
-        stdout_cap=stdout_cap,
-    )
+    return ProcessResult.of(proc.returncode, out, err, timed_out, overflow, start, stdout_cap)
