@@ -9,24 +9,12 @@ from collections.abc import Awaitable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .errors import HookFailure, KodeletError
+from .errors import HookFailure, describe
 from .policy import Reducer, coerce_result
 from .seam import WHOLE_PAYLOAD, HookEntry
 from .trace import Outcome, RawRecord
 
 log = logging.getLogger("kodelet.runtime")
-
-
-def describe(exc: BaseException) -> str:
-    """How a hook's exception reads in logs and traces: our own errors speak for themselves."""
-    try:
-        text = str(exc)
-    except Exception:  # a plugin's exception must not break the report of its failure
-        text = "<unprintable>"
-    if isinstance(exc, KodeletError):
-        return text
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
 
 
 def settled(

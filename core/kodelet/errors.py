@@ -14,3 +14,15 @@ class HookFailure(KodeletError):
 
     Raised inside one hook's call and caught by the dispatch loop: that hook's
     failure, never the host's."""
+
+
+def describe(exc: BaseException) -> str:
+    """How a hook's exception reads in logs and traces: our own errors speak for themselves."""
+    try:
+        text = str(exc)
+    except Exception:  # a plugin's exception must not break the report of its failure
+        text = "<unprintable>"
+    if isinstance(exc, KodeletError):
+        return text
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name

@@ -18,7 +18,7 @@ import attrs
 import importlib_metadata
 
 from . import __version__
-from .calls import describe
+from .errors import describe
 from .markers import ENTRY_POINT_GROUP, PROJECT
 
 log = logging.getLogger("kodelet.loading")
