@@ -61,7 +61,7 @@ def soak(session: nox.Session) -> None:
 @nox.session(python=PY)
 def bench(session: nox.Session) -> None:
     """Benchmarks against same-run baselines; rewrites BENCHMARKS.md (a few minutes)."""
-    session.install("-e", ".")
+    session.install("-e", ".", "pytest")  # the bench builds runtimes with kodelet.testing
     session.run("python", "bench/run.py", "--output", "BENCHMARKS.md", *session.posargs)
 
 
