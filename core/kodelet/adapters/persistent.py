@@ -105,6 +105,7 @@ class _Server:
         cwd: str | None,
         env: Mapping[str, str],
         groups: ProcessGroups | None = None,
+        wake: int = -1,
     ) -> None:
         self.name = name
         self.cwd = cwd
@@ -119,11 +120,14 @@ class _Server:
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._buf = bytearray()
-        # stdout and stderr stay registered for the server's life; stdin only while a
-        # payload is too big for the pipe to take at once.
+        # stdout, stderr and the hook's wake pipe stay registered for the server's life;
+        # stdin only while a payload is too big for the pipe to take at once.
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._err, selectors.EVENT_READ)
         self._sel.register(self._out, selectors.EVENT_READ)
+        self._wake = wake
+        if wake >= 0:
+            self._sel.register(wake, selectors.EVENT_READ)
         self._tail = bytearray()  # the last STDERR_TAIL bytes, for failure notes
         self._line = bytearray()  # a stderr line not finished yet, for the log
 
@@ -182,9 +186,7 @@ class _Server:
         self._buf += chunk
         return True  # data, or EOF: either way the next answer cannot be trusted
 
-    def exchange(
-        self, line: bytes, timeout: float, cancel: _Cancel | None = None, wake: int = -1
-    ) -> bytes:
+    def exchange(self, line: bytes, timeout: float, cancel: _Cancel | None = None) -> bytes:
         """Send one payload line and return the one answer line (without its newline)."""
         deadline = time.monotonic() + min(timeout, MAX_TIMEOUT)
         if self._stray_output():
@@ -193,8 +195,7 @@ class _Server:
         sel = self._sel
         if view:
             sel.register(self._in, selectors.EVENT_WRITE)
-        if cancel is not None:
-            sel.register(wake, selectors.EVENT_READ)
+        wake = self._wake
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -221,9 +222,9 @@ class _Server:
                         if answer is not None:
                             return answer
         finally:
-            for fd in (self._in, wake):
+            if view:
                 with contextlib.suppress(KeyError, ValueError):
-                    sel.unregister(fd)
+                    sel.unregister(self._in)
 
     def _write(self, view: memoryview) -> memoryview:
         """Write what the pipe takes now; what is left to write."""
@@ -374,7 +375,8 @@ class PersistentHook(ExecutableHook):
                 f"server failed {self._failures} times in a row; next restart in {wait:.1f}s"
             )
         try:
-            server = _Server(self.name, [str(self.path), "serve"], cwd, self._env, self.groups)
+            argv = [str(self.path), "serve"]
+            server = _Server(self.name, argv, cwd, self._env, self.groups, self._slot.wake_r)
         except OSError as exc:
             self._failed(str(exc))
             raise HookFailure(f"cannot run {self.path}: {exc.strerror or exc}") from None
@@ -405,7 +407,7 @@ class PersistentHook(ExecutableHook):
                 raise HookFailure("cancelled")
             server = self._server(cwd)
             try:
-                answer = server.exchange(line, timeout, cancel, self._slot.wake_r)
+                answer = server.exchange(line, timeout, cancel)
             except _Broken as exc:
                 self._slot.stop(0.0)
                 self._failed(str(exc))
