@@ -160,7 +160,11 @@ def configure_plugins(pm: Any, config: Any, plugins: list[PluginInfo], only: Any
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            log.warning("plugin %s: configure failed: %s", impl.plugin_name, describe(exc))
+            # Its own logger: a listing mutes the loading warnings it shows as rows, but
+            # shows this one, as the plugin still runs.
+            logging.getLogger("kodelet.configure").warning(
+                "plugin %s: configure failed: %s", impl.plugin_name, describe(exc)
+            )
             for info in plugins:
                 if info.name == impl.plugin_name:
                     info.error = f"configure failed: {describe(exc)}"
