@@ -80,13 +80,19 @@ class _Broken(Exception):
 
 class _Cancel:
     """One async call's cancellation: set from the event loop, seen by the worker thread
-    in its selector through the hook's wake pipe, so the exchange stops at once."""
+    in its selector through the hook's wake pipe, so the exchange stops at once. A
+    plain flag: one writer, one reader, and the wake pipe's write orders it."""
+
+    __slots__ = ("cancelled",)
 
     def __init__(self) -> None:
-        self.flag = threading.Event()
+        self.cancelled = False
+
+    def set(self) -> None:
+        self.cancelled = True
 
     def is_set(self) -> bool:
-        return self.flag.is_set()
+        return self.cancelled
 
 
 class _Server:
@@ -441,7 +447,7 @@ class PersistentHook(ExecutableHook):
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
-            cancel.flag.set()
+            cancel.set()
             self._slot.wake()
             while not future.done():
                 with contextlib.suppress(asyncio.CancelledError):
