@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Required, TypedDict, Unpack
 
 import attrs
 
@@ -221,28 +221,40 @@ def _spawn_error(argv: Sequence[str], exc: OSError, cwd: str | None) -> SpawnErr
     return SpawnError(exc.errno, f"cannot run {argv[0]}: {exc.strerror or exc}")
 
 
+class ProcessOptions(TypedDict, total=False):
+    """How one hook process runs, the same for :func:`run_process` and :func:`arun_process`:
+    where, with what environment, for how long, how much stdout is kept, and the
+    :class:`ProcessGroups` that holds its group while it runs."""
+
+    cwd: Required[str | None]
+    env: Required[Mapping[str, str]]
+    timeout: Required[float]
+    stdout_cap: int
+    groups: ProcessGroups | None
+
+
+def _started(pid: int, groups: ProcessGroups | None) -> tuple[bytearray, bytearray]:
+    """A hook process just spawned, sync or asyncio: its group is tracked from now on.
+    Returns the buffers its stdout and stderr are read into."""
+    if groups is not None:
+        groups.add(pid)
+    return bytearray(), bytearray()
+
+
 def run_process(
-    argv: Sequence[str],
-    data: bytes,
-    *,
-    cwd: str | None,
-    env: Mapping[str, str],
-    timeout: float,
-    stdout_cap: int = STDOUT_CAP,
-    groups: ProcessGroups | None = None,
+    argv: Sequence[str], data: bytes, **options: Unpack[ProcessOptions]
 ) -> ProcessResult:
-    """Run one hook process; ``groups`` holds its group while it runs (see ProcessGroups)."""
+    """Run one hook process with ``data`` on its stdin."""
     start = time.monotonic()
+    cwd, env, groups = options["cwd"], options["env"], options.get("groups")
+    timeout, stdout_cap = options["timeout"], options.get("stdout_cap", STDOUT_CAP)
     deadline = start + min(timeout, MAX_TIMEOUT)
     try:
         proc = subprocess.Popen(list(argv), close_fds=True, **spawn_options(cwd, env))
     except OSError as exc:
         raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
-    if groups is not None:
-        groups.add(proc.pid)
-    out = bytearray()
-    err = bytearray()
+    out, err = _started(proc.pid, groups)
     timed_out = overflow = False
     view = memoryview(data)
     sel = selectors.DefaultSelector()
@@ -570,27 +582,22 @@ async def arun_process(
     argv: Sequence[str],
     data: bytes,
     *,
-    cwd: str | None,
-    env: Mapping[str, str],
-    timeout: float,
-    stdout_cap: int = STDOUT_CAP,
     on_output: Callable[[str, bytes], None] | None = None,
-    groups: ProcessGroups | None = None,
+    **options: Unpack[ProcessOptions],
 ) -> ProcessResult:
     """:func:`run_process` for asyncio; cancelling it kills and reaps the group first.
     ``on_output("stdout" | "stderr", chunk)`` sees each chunk as it is read, for hosts
     that show a hook's progress while it runs."""
     start = time.monotonic()
+    cwd, env, groups = options["cwd"], options["env"], options.get("groups")
+    timeout, stdout_cap = options["timeout"], options.get("stdout_cap", STDOUT_CAP)
     timeout = min(timeout, MAX_TIMEOUT)
     try:
         proc = await asyncio.create_subprocess_exec(*argv, **spawn_options(cwd, env))
     except OSError as exc:
         raise _spawn_error(argv, exc, cwd) from None
     assert proc.stdin and proc.stdout and proc.stderr
-    if groups is not None:
-        groups.add(proc.pid)
-    out = bytearray()
-    err = bytearray()
+    out, err = _started(proc.pid, groups)
     state = {"overflow": False}
 
     async def feed() -> None:
