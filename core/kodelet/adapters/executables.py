@@ -46,7 +46,10 @@ class ExecutableAdapter(Adapter):
         self.groups = ProcessGroups()
         self.discovered = list(discovered)
         self._runners: dict[str, ExecutableHook] = {}
-        self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
+        # Per event, in order: runners (made into entries when the event is first asked
+        # for, so a start pays only for the events it dispatches) and stand-ins.
+        self._order: dict[Event, list[ExecutableHook | AdapterHook]] = {e: [] for e in Event}
+        self._entries: dict[Event, list[AdapterHook]] = {}
         # The payload most recently turned into JSON: consecutive hooks of one event
         # usually see the same payload, so it is encoded once.
         self._wired: tuple[BasePayload | None, dict[str, Any]] = (None, {})
@@ -59,7 +62,7 @@ class ExecutableAdapter(Adapter):
                     hook, default_cwd=default_cwd, env=env, groups=self.groups
                 )
                 self._runners[hook.name] = runner
-                self._entries[hook.event].append(self._entry(runner))
+                self._order[hook.event].append(runner)
             elif (
                 needs_stand_in(hook)
                 and hook.name not in active
@@ -69,7 +72,7 @@ class ExecutableAdapter(Adapter):
                 for event in Event:
                     guard = stand_in(hook, event)
                     if guard is not None:
-                        self._entries[event].append(guard)
+                        self._order[event].append(guard)
 
     @classmethod
     def load(
@@ -125,7 +128,12 @@ class ExecutableAdapter(Adapter):
         )
 
     def kodelet_hooks(self, event: Event) -> Sequence[AdapterHook]:
-        return self._entries[event]
+        entries = self._entries.get(event)
+        if entries is None:
+            entries = self._entries[event] = [
+                self._entry(x) if isinstance(x, ExecutableHook) else x for x in self._order[event]
+            ]
+        return entries
 
     def executables(self) -> list[ExecutableHook]:
         return list(self._runners.values())
