@@ -47,6 +47,9 @@ Answer = tuple[Event, tuple[str, ...]]
 Query = Callable[[Path], Answer]
 
 
+_EVENTS = {e.value: e for e in Event}
+
+
 def cache_disabled(env: Mapping[str, str]) -> bool:
     value = (env.get("KODELET_NO_CACHE") or "").strip().lower()
     return value not in ("", "0", "false", "no", "off")
@@ -149,8 +152,10 @@ class DiscoveryCache:
             if "error" in entry:
                 return real, key, ValueError(str(entry["error"]))
             try:
-                event = parse_event(str(entry["event"]))
-                protocols = tuple(str(p) for p in entry.get("protocols", ()))
+                name = entry["event"]
+                event = _EVENTS.get(name) if type(name) is str else None
+                event = event or parse_event(str(name))
+                protocols = tuple(map(str, entry.get("protocols", ())))
             except (KeyError, TypeError, ValueError):
                 return real, key, None
             return real, key, (event, protocols)

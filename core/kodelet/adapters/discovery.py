@@ -86,6 +86,8 @@ def hook_dirs(places: Places) -> Iterator[tuple[Path, Location, str | None, Path
 
 def shown(text: str | Path) -> str:
     """A file name fit for JSON and terminals: undecodable bytes become ``\\xNN``."""
+    if type(text) is str and text.isascii():
+        return text  # nothing to escape: undecodable bytes are never ASCII
     return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
@@ -397,9 +399,12 @@ def discover(
         many = functools.partial(query_events, env=env)
     todo, found = scan(places)
 
+    debug = log.isEnabledFor(logging.DEBUG)
+
     def settle(cand: Candidate, answer: tuple[Event, tuple[str, ...]]) -> DiscoveredHook:
         event, protocols = answer
-        log.debug("hook %s handles %s (%s)", cand.name, event.value, cand.path)
+        if debug:
+            log.debug("hook %s handles %s (%s)", cand.name, event.value, cand.path)
         return DiscoveredHook(
             candidate=cand, event=event, status=Status.ACTIVE, protocols=protocols
         )
