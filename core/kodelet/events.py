@@ -25,14 +25,16 @@ class Event(StrEnum):
 # that still answer that way are after_turn hooks.
 EVENT_ALIASES: dict[str, Event] = {"turn_end": Event.AFTER_TURN}
 
+# Every spelling parse_event accepts as it is: the wire names and the aliases.
+_NAMES: dict[str, Event] = {**{e.value: e for e in Event}, **EVENT_ALIASES}
+
 
 def parse_event(name: str) -> Event:
-    """Resolve a wire name (or alias) to an Event; ``ValueError`` names the bad value."""
-    text = name.strip()
-    if text in EVENT_ALIASES:
-        return EVENT_ALIASES[text]
-    try:
-        return Event(text)
-    except ValueError:
+    """Resolve a wire name (or alias) to an Event; ``ValueError`` names the bad value.
+
+    One dict lookup in the common case: discovery resolves every cached hook's event."""
+    event = _NAMES.get(name) or _NAMES.get(name.strip())
+    if event is None:
         known = ", ".join(e.value for e in Event)
-        raise ValueError(f"unknown event {text!r} (expected one of: {known})") from None
+        raise ValueError(f"unknown event {name.strip()!r} (expected one of: {known})")
+    return event

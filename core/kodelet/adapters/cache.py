@@ -47,9 +47,6 @@ Answer = tuple[Event, tuple[str, ...]]
 Query = Callable[[Path], Answer]
 
 
-_EVENTS = {e.value: e for e in Event}
-
-
 def cache_disabled(env: Mapping[str, str]) -> bool:
     value = (env.get("KODELET_NO_CACHE") or "").strip().lower()
     return value not in ("", "0", "false", "no", "off")
@@ -152,9 +149,7 @@ class DiscoveryCache:
             if "error" in entry:
                 return real, key, ValueError(str(entry["error"]))
             try:
-                name = entry["event"]
-                event = _EVENTS.get(name) if type(name) is str else None
-                event = event or parse_event(str(name))
+                event = parse_event(str(entry["event"]))
                 protocols = tuple(map(str, entry.get("protocols", ())))
             except (KeyError, TypeError, ValueError):
                 return real, key, None
