@@ -475,6 +475,16 @@ def test_install_into_a_new_file(tmp_path: Path) -> None:
     assert sorted(data["hooks"]) == sorted(MAPPED)
 
 
+def test_a_blank_settings_file_is_an_empty_one(tmp_path: Path) -> None:
+    path = tmp_path / ".claude/settings.json"
+    path.parent.mkdir()
+    path.write_text("\n")
+    proc = kodelet("claude", "uninstall", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"unchanged: {path}"), proc.stderr
+    assert kodelet("claude", "install", cwd=tmp_path).returncode == 0
+    assert sorted(json.loads(path.read_text())["hooks"]) == sorted(MAPPED)
+
+
 def test_invalid_settings_is_left_alone(tmp_path: Path) -> None:
     path = tmp_path / ".claude/settings.json"
     path.parent.mkdir()

@@ -50,9 +50,15 @@ def set_key(path: Path, table: str, key: str, value: Any) -> None:
         raise ConfigError(
             f"{path}: cannot update [{table}] {key} safely; set it by hand to {shown}"
         )
+    write_atomically(path, new)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename: a reader sees the old file or the
+    new one, never half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(new, encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 
+from ..config_edit import write_atomically
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
 app = typer.Typer(
@@ -89,7 +90,7 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
 def without_ours(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` minus kodelet's entries; groups and events left empty by that go too."""
     if "hooks" not in data:
-        return data
+        return dict(data)
     hooks: dict[str, Any] = {}
     for event, groups in data["hooks"].items():
         kept = []
@@ -142,10 +143,13 @@ def render(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def write_settings(path: Path, old: str | None, data: dict[str, Any], dry_run: bool) -> str:
-    """Write ``data`` atomically, the previous file kept as ``<name>.bak``; a message."""
+def write_settings(
+    path: Path, old: str | None, before: dict[str, Any], data: dict[str, Any], dry_run: bool
+) -> str:
+    """Write ``data`` atomically, the previous file kept as ``<name>.bak``; a message.
+    ``old`` is the file's text (None when absent), ``before`` what it held."""
     new = render(data)
-    if old is not None and json.loads(old or "{}") == data:
+    if old is not None and before == data:
         return f"unchanged: {path}"
     if dry_run:
         diff = difflib.unified_diff(
@@ -155,12 +159,9 @@ def write_settings(path: Path, old: str | None, data: dict[str, Any], dry_run: b
             tofile=str(path),
         )
         return "".join(diff).rstrip("\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
     if old is not None:
         shutil.copy2(path, path.with_name(path.name + ".bak"))
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(path, new)
     return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
 
 
@@ -181,7 +182,7 @@ def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> N
         return
     new = with_ours(data, hook_command()) if install else without_ours(data)
     try:
-        typer.echo(write_settings(path, old, new, dry_run))
+        typer.echo(write_settings(path, old, data, new, dry_run))
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
 
