@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .adapters.cache import DiscoveryCache, cache_disabled
-from .adapters.discovery import DISABLED_IN_CONFIG, DiscoveredHook
+from .adapters.discovery import DISABLED_IN_CONFIG, NOT_EXECUTABLE, DiscoveredHook
 from .adapters.executables import NAME as EXECUTABLES
 from .assembly import CLAUDE_ADAPTER as CLAUDE
 from .events import Event
@@ -22,8 +22,6 @@ from .kinds import Source, Status
 from .loading import PluginInfo
 from .places import DISABLE_SUFFIX
 from .runtime import Runtime
-
-NOT_EXECUTABLE = "not executable"
 
 
 def implemented(runtime: Runtime, plugin: Any) -> list[Event]:

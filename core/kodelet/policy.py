@@ -111,7 +111,13 @@ class Reducer:
         return list(self.context) or None
 
     def add(self, name: str, result: Any) -> tuple[Outcome, str | None]:
-        """Fold one hook's converted answer in; returns its outcome and a detail."""
+        """Fold one hook's converted answer in; returns its outcome and a detail.
+        Its ``additional_context`` is kept whatever else the answer did."""
+        self._gather(result)
+        return self._fold(name, result)
+
+    def _fold(self, name: str, result: Any) -> tuple[Outcome, str | None]:
+        """The event's own merge rule for one answer (``_gather`` already ran)."""
         raise NotImplementedError
 
     def fail_closed(self, name: str, why: str) -> None:
@@ -146,10 +152,9 @@ class BeforeToolCallReducer(_Blocking):
             dict(tool_input) if plain else bounded_copy(tool_input, "payload.tool_input", depth=1)
         )
 
-    def add(self, name: str, result: BeforeToolCallResult | None) -> tuple[Outcome, str | None]:
+    def _fold(self, name: str, result: BeforeToolCallResult | None) -> tuple[Outcome, str | None]:
         if result is None:
             return Outcome.NO_ACTION, None
-        self._gather(result)
         if result.blocked:
             self._block(result.reason or f"blocked by {name}")
             return Outcome.BLOCKED, self.reason
@@ -187,9 +192,8 @@ class AfterToolCallReducer(Reducer):
         super().__init__(payload)
         self.original = output
 
-    def add(self, name: str, result: AfterToolCallResult | None) -> tuple[Outcome, str | None]:
+    def _fold(self, name: str, result: AfterToolCallResult | None) -> tuple[Outcome, str | None]:
         current: AfterToolCallPayload = self.payload  # type: ignore[assignment]
-        self._gather(result)
         if result is None or result.output is None or result.output == current.tool_output:
             return Outcome.NO_ACTION, None
         self.payload = attrs.evolve(current, tool_output=result.output)
@@ -206,8 +210,7 @@ class AfterToolCallReducer(Reducer):
 class UserMessageSendReducer(_Blocking):
     event = Event.USER_MESSAGE_SEND
 
-    def add(self, name: str, result: UserMessageSendResult | None) -> tuple[Outcome, str | None]:
-        self._gather(result)
+    def _fold(self, name: str, result: UserMessageSendResult | None) -> tuple[Outcome, str | None]:
         if result is not None and result.blocked:
             self._block(result.reason or f"blocked by {name}")
             return Outcome.BLOCKED, self.reason
@@ -257,7 +260,7 @@ class _FirstActionWins(Reducer):
 class AfterTurnReducer(_FirstActionWins):
     event = Event.AFTER_TURN
 
-    def add(self, name: str, result: AfterTurnResult | None) -> tuple[Outcome, str | None]:
+    def _fold(self, name: str, result: AfterTurnResult | None) -> tuple[Outcome, str | None]:
         if result is None:
             return Outcome.NO_ACTION, None
         return self._action(name, result) or (Outcome.NO_ACTION, None)
@@ -278,10 +281,9 @@ class AgentStopReducer(_FirstActionWins):
         super().__init__(payload)
         self.follow_ups: list[str] = []
 
-    def add(self, name: str, result: AgentStopResult | None) -> tuple[Outcome, str | None]:
+    def _fold(self, name: str, result: AgentStopResult | None) -> tuple[Outcome, str | None]:
         if result is None:
             return Outcome.NO_ACTION, None
-        self._gather(result)
         outcome = self._action(name, result)
         if result.follow_up_messages:
             self.follow_ups.extend(result.follow_up_messages)

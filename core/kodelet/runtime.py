@@ -157,6 +157,8 @@ class Runtime:
     # for the trace (TraceRecords are built only when ``Dispatch.trace`` is read). A
     # hook answering None is "no action" for every reducer, so that case skips
     # merging. Each hook's duration runs from the end of the previous hook's call.
+    # The Dispatch comes back in ``box``, not as the generator's return value: the
+    # sync driver then needs no StopIteration per dispatch.
     def _steps(
         self, payload: BasePayload, box: list[Dispatch], *, asynchronous: bool
     ) -> Generator[Any, Any, None]:

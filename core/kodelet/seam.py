@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from .config import DEFAULT_TIMEOUT
 from .events import Event
 from .kinds import Source
 from .markers import hookimpl
@@ -126,13 +127,10 @@ class Adapter:
     def _raw_call(self, event: Event, fields: dict[str, Any]) -> Any:
         payload = PAYLOAD_TYPES[event](**fields)
         for hook in self.kodelet_hooks(event):
-            answer = hook.run(payload, _RAW_TIMEOUT)
+            answer = hook.run(payload, DEFAULT_TIMEOUT)
             if answer is not None:
                 return answer
         return None
-
-
-_RAW_TIMEOUT = 30.0
 
 
 def _raw_impl(adapter: Adapter, event: Event) -> Callable[..., Any]:

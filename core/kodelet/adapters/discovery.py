@@ -28,6 +28,7 @@ from .process import Job, ProcessResult, SpawnError, run_batch, run_process
 log = logging.getLogger("kodelet.discovery")
 
 DISABLED_IN_CONFIG = "disabled in config.toml"
+NOT_EXECUTABLE = "not executable"
 
 QUERY_TIMEOUT = 5.0
 QUERY_CAP = 4096
@@ -265,7 +266,7 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 skipped.append(DiscoveredHook.not_run(cand, "renamed to .disable", Status.DISABLED))
                 continue
             if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
-                what = "a directory" if stat.S_ISDIR(st.st_mode) else "not executable"
+                what = "a directory" if stat.S_ISDIR(st.st_mode) else NOT_EXECUTABLE
                 skipped.append(DiscoveredHook.not_run(cand, what))
                 continue
             if cand.name in seen:
