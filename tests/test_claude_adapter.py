@@ -484,3 +484,23 @@ def test_the_adapter_is_registered_under_its_own_name() -> None:
     from kodelet.assembly import CLAUDE_ADAPTER
 
     assert NAME == CLAUDE_ADAPTER
+
+
+@pytest.mark.parametrize("kind", ["fifo", "duplicate key"])
+def test_a_hostile_settings_file_is_a_listed_problem_not_a_hang(project: Path, kind: str) -> None:
+    """A cloned repository writes .claude/settings.json: a FIFO there must not hang a
+    start, and a duplicate key must not decide which hooks exist."""
+    import os
+
+    path = project_settings(project)
+    path.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text('{"hooks": {}, "hooks": {"PreToolUse": []}}')
+    res = run_kodelet("--cwd", str(project), "hooks", "list", "--json", timeout=30)
+    assert res.returncode == 0, res.stderr
+    rows = [r for r in json.loads(res.stdout) if r["name"] == "claude:project"]
+    assert len(rows) == 1 and rows[0]["status"] == "skipped", rows
+    reason = str(rows[0]["reason"])
+    assert ("not a regular file" in reason) if kind == "fifo" else ("duplicate" in reason), reason

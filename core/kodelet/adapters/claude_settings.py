@@ -10,7 +10,6 @@ other files' hooks down with it.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from .. import jsonio
 from ..claude.events import HookEvent
 from ..claude.matchers import Matcher, MatcherError
 from ..places import Places, installed_plugins
@@ -85,14 +85,14 @@ def _problem(spec: SettingsFile, name: str, why: str, event: HookEvent | None = 
 
 def _read(spec: SettingsFile) -> tuple[dict[str, Any] | None, str | None]:
     """The file's ``hooks`` table, or why it cannot be had; (None, None) when there is none."""
+    # A cloned repository writes .claude/: a regular file of bounded size only, read
+    # as strictly as kodelet's own files (no FIFO to hang on, no duplicate keys).
     try:
-        text = spec.path.read_text(encoding="utf-8")
+        data = jsonio.loads(jsonio.read_file(spec.path, "Claude settings"), "settings")
     except FileNotFoundError:
         return None, None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"cannot read: {getattr(exc, 'strerror', None) or exc}"
-    try:
-        data = json.loads(text)
+    except jsonio.FileError as exc:
+        return None, str(exc)
     except ValueError as exc:
         return None, f"not valid JSON: {exc}"
     if not isinstance(data, dict):

@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 
+from .. import jsonio
 from ..config_edit import write_atomically
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
@@ -70,13 +71,14 @@ class SettingsError(Exception):
 def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     """The file's text (None when absent) and its JSON; a bad file is a :class:`SettingsError`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = jsonio.read_file(path, "Claude settings")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         return None, {}
-    except (OSError, UnicodeDecodeError) as exc:
+    except (jsonio.FileError, UnicodeDecodeError) as exc:
         raise SettingsError(f"cannot read {path}: {exc}") from None
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = jsonio.loads(text, str(path)) if text.strip() else {}
     except ValueError as exc:
         raise SettingsError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
