@@ -504,3 +504,13 @@ def test_a_hostile_settings_file_is_a_listed_problem_not_a_hang(project: Path, k
     assert len(rows) == 1 and rows[0]["status"] == "skipped", rows
     reason = str(rows[0]["reason"])
     assert ("not a regular file" in reason) if kind == "fifo" else ("duplicate" in reason), reason
+
+
+@pytest.mark.parametrize("timeout", [0, True, 1e12, "5"])
+def test_a_settings_timeout_is_checked_as_kodelets_own(project: Path, timeout: Any) -> None:
+    """Past ~2.1e6 s timers fail (fail open); the hook is listed as not run instead."""
+    settings(project_settings(project), {"PreToolUse": [command("true", timeout=timeout)]})
+    with runtime(project) as rt:
+        rows = [r for r in hook_rows(rt) if r["name"].startswith("claude:project")]
+    assert [r["status"] for r in rows] == ["skipped"], rows
+    assert "'timeout'" in str(rows[0]["reason"]), rows

@@ -130,14 +130,15 @@ def _number(value: Any, where: str) -> float:
     (the selectors' and asyncio's limits are near 2,147,483 s; past them a call fails)."""
     bad = isinstance(value, bool) or not isinstance(value, int | float)
     if bad or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{where}: expected a positive number, got {_toml(value)}")
+        raise ConfigError(f"{where}: expected a positive number of seconds, got {_toml(value)}")
     if value > MAX_TIMEOUT:
         raise ConfigError(f"{where}: at most {MAX_TIMEOUT:g} seconds, got {_toml(value)}")
     return float(value)
 
 
-def check_timeout(value: float, where: str = "timeout") -> float:
-    """A timeout given in code or on the command line, checked as one from a file."""
+def check_timeout(value: Any, where: str = "timeout") -> float:
+    """A timeout given in code, on the command line or in a Claude Code settings file,
+    checked as one from config.toml."""
     return _number(value, where)
 
 

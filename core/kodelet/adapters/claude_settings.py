@@ -20,6 +20,7 @@ import attrs
 from .. import jsonio
 from ..claude.events import HookEvent
 from ..claude.matchers import Matcher, MatcherError
+from ..config import check_timeout
 from ..places import Places, installed_plugins
 
 log = logging.getLogger("kodelet.claude")
@@ -106,11 +107,7 @@ def _read(spec: SettingsFile) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _timeout(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"'timeout' must be a positive number of seconds, got {value!r}")
-    return float(value)
+    return None if value is None else check_timeout(value, "'timeout'")
 
 
 def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: Any, m: Any) -> Any:

@@ -31,6 +31,7 @@ from typing import Any
 import attrs
 
 from ..adapters.process import STDERR_TAIL, ProcessResult, SpawnError, arun_process
+from ..config import check_timeout
 from .events import HookEvent
 from .results import HookResult, Outcome, blocking_result, failed_result, result_from_output
 from .types import AsyncOutput, HookDataError, output_from_wire
@@ -112,10 +113,8 @@ class CommandHook:
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.command, str) or not self.command.strip():
             raise ValueError("a command hook needs a non-empty command string")
-        if self.timeout is not None and not (
-            isinstance(self.timeout, int | float) and self.timeout > 0
-        ):
-            raise ValueError(f"command hook timeout must be a positive number: {self.timeout!r}")
+        if self.timeout is not None:
+            check_timeout(self.timeout, "command hook timeout")
 
     @property
     def label(self) -> str:

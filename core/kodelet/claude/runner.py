@@ -26,6 +26,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from ..config import check_timeout
 from .command import CommandHook
 from .emission import Emitter, HookProgress, HookResponse, HookStarted, Sink, sdk_outcome
 from .events import EVENTS, HookEvent, parse_hook_event
@@ -59,10 +60,8 @@ def _check_hooks(_: Any, __: Any, hooks: Sequence[Any]) -> None:
 
 
 def _check_timeout(_: Any, __: Any, value: float | None) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
-    ):
-        raise ValueError(f"matcher timeout must be a positive number of seconds: {value!r}")
+    if value is not None:
+        check_timeout(value, "matcher timeout")
 
 
 @attrs.frozen
