@@ -282,6 +282,7 @@ def test_hooks_new_global_and_bad_input(tmp_path: Path, project: Path) -> None:
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o755
     for args, message in [
         (["../x", "-e", "agent_stop"], "invalid hook name '../x'"),
+        (["exists!", "-e", "agent_stop"], "invalid hook name 'exists!'"),
         (["x", "-e", "agent_stop", "--lang", "ruby"], "unknown language 'ruby'"),
         (["x", "-e", "nope"], "nope"),
     ]:

@@ -349,15 +349,17 @@ def new(
     ),
 ) -> None:
     """Write an executable hook that runs as written, and say how to try it."""
-    from ..scaffold.hook import HookScaffoldError, create_hook, try_command
+    from ..scaffold.hook import HookExists, HookScaffoldError, create_hook, try_command
 
     ev = _event(event)
     places = Places.resolve(state(ctx).cwd)
     root = places.global_root if global_ else places.local_root
     try:
         path = create_hook(hooks_dir(root), name, ev, lang)
+    except HookExists as exc:
+        fail(str(exc), 1)
     except HookScaffoldError as exc:
-        fail(str(exc), 2 if "exists" not in str(exc) else 1)
+        fail(str(exc), 2)
     except OSError as exc:
         fail(f"cannot write {hooks_dir(root) / name}: {exc.strerror or exc}", 1)
     typer.echo(f"Created {path} ({lang}, {ev.value})")

@@ -23,6 +23,7 @@ from ..errors import KodeletError
 from ..eventdocs import EXAMPLES
 from ..events import Event
 from ..payloads import PAYLOAD_TYPES
+from ..places import DISABLE_SUFFIX
 
 __all__ = ["LANGS", "HookScaffoldError", "create_hook", "try_command"]
 
@@ -34,6 +35,10 @@ _SHOWN = ("tool_input",)
 
 class HookScaffoldError(KodeletError):
     """A hook that cannot be created as asked; nothing was written."""
+
+
+class HookExists(HookScaffoldError):
+    """The file (or its ``.disable`` twin) is already there; it is never overwritten."""
 
 
 def try_command(event: Event) -> str:
@@ -57,16 +62,16 @@ def _trimmed(value: Any) -> Any:
 
 def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
     """Write hook ``name`` into ``directory`` (created 0755); never overwrites."""
-    if not HOOK_NAME_RE.fullmatch(name) or name.endswith(".disable"):
+    if not HOOK_NAME_RE.fullmatch(name) or name.endswith(DISABLE_SUFFIX):
         raise HookScaffoldError(
             f"invalid hook name {name!r}: use letters, digits, '.', '_' and '-', "
-            "without a .disable suffix"
+            f"without a {DISABLE_SUFFIX} suffix"
         )
     if lang not in LANGS:
         raise HookScaffoldError(f"unknown language {lang!r} (choose {' or '.join(LANGS)})")
     target = directory / name
-    if os.path.lexists(target) or os.path.lexists(f"{target}.disable"):
-        raise HookScaffoldError(f"{target} already exists; not overwritten")
+    if os.path.lexists(target) or os.path.lexists(f"{target}{DISABLE_SUFFIX}"):
+        raise HookExists(f"{target} already exists; not overwritten")
     text = Template(resources.files(__package__).joinpath(LANGS[lang]).read_text("utf-8"))
     body = text.substitute(
         python=sys.executable, name=name, event=event.value, try_=try_command(event)
