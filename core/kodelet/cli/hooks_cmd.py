@@ -15,7 +15,7 @@ from ..adapters.cache import DiscoveryCache, cache_disabled
 from ..adapters.claude_settings import load_hooks
 from ..adapters.discovery import DiscoveredHook, inspect, scan
 from ..config import Config, ConfigError, load_config
-from ..config_edit import set_disabled_plugins, set_key
+from ..config_edit import set_key
 from ..events import Event, parse_event
 from ..listing import hook_rows, suggest
 from ..loading import entry_points
@@ -276,21 +276,7 @@ def _all_names(places: Places) -> list[str]:
 
 def toggle_plugin(places: Places, config: Config, name: str, enable: bool) -> None:
     """Enable or disable native plugin ``name`` in the local config.toml, keeping the rest."""
-    current = list(config.disabled_plugins)
-    # The local key replaces the global one, so it carries the whole effective list.
-    if enable == (name not in current):
-        typer.echo(f"already {'enabled' if enable else 'disabled'}: plugin {name}")
-        return
-    wanted = [n for n in current if n != name] if enable else [*current, name]
-    path = places.local_root / "config.toml"
-    try:
-        set_disabled_plugins(path, wanted)
-    except ConfigError as exc:
-        fail(str(exc), 2)
-    except OSError as exc:
-        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
-    typer.echo(f"{'Enabled' if enable else 'Disabled'} plugin {name} in {path}")
-    _warn_config_disabled(config, name, enable)
+    _toggle_listed(places, config, "plugins", name, enable, f"plugin {name}")
 
 
 def _toggle_claude(places: Places, config: Config, name: str, enable: bool) -> None:
@@ -298,20 +284,30 @@ def _toggle_claude(places: Places, config: Config, name: str, enable: bool) -> N
     ``[hooks] disabled`` of the repo-local config.toml instead."""
     if name not in {h.name for h in load_hooks(places, os.environ)}:
         fail(f"no Claude Code hook named {name!r} (see: kodelet hooks list)", 1)
-    current = list(config.disabled_hooks)
+    _toggle_listed(places, config, "hooks", name, enable, name)
+
+
+def _toggle_listed(
+    places: Places, config: Config, table: str, name: str, enable: bool, label: str
+) -> None:
+    """Add ``name`` to, or take it from, ``[<table>] disabled`` of the local config.toml.
+    The local key replaces the global one, so it carries the whole effective list."""
+    current = list(config.disabled_plugins if table == "plugins" else config.disabled_hooks)
     if enable == (name not in current):
-        typer.echo(f"already {'enabled' if enable else 'disabled'}: {name}")
+        typer.echo(f"already {'enabled' if enable else 'disabled'}: {label}")
         _warn_config_disabled(config, name, enable)
         return
     wanted = [n for n in current if n != name] if enable else [*current, name]
     path = places.local_root / "config.toml"
     try:
-        set_key(path, "hooks", "disabled", wanted)
+        set_key(path, table, "disabled", wanted)
     except ConfigError as exc:
         fail(str(exc), 2)
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
-    typer.echo(f"{'Enabled' if enable else 'Disabled'} {name} in {path}")
+    typer.echo(f"{'Enabled' if enable else 'Disabled'} {label} in {path}")
+    if table != "hooks":  # [hooks] was just rewritten: ``config`` no longer says what it holds
+        _warn_config_disabled(config, name, enable)
 
 
 def _warn_config_disabled(config: Config, name: str, enable: bool) -> None:
