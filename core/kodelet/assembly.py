@@ -47,6 +47,7 @@ def load_runtime(
     entry_points: bool = True,
     builtins: bool = True,
     executables: bool = True,
+    persistent: bool = True,
     claude: bool = True,
     transcript_path: str = "",
     plugins: Iterable[Any] = (),
@@ -59,11 +60,12 @@ def load_runtime(
 
     ``entry_points=False`` and ``executables=False`` give an isolated runtime with
     only the ``plugins`` passed in (each an object, or a ``(name, object)`` pair),
-    which is what plugin authors' tests want. ``no_hooks`` (or ``KODELET_NO_HOOKS=1``)
-    keeps only the built-ins. ``claude=False`` (or ``[claude] hooks = false``) leaves
-    Claude Code's hooks out; ``transcript_path`` is what they see as theirs. ``config``
-    replaces the config files and environment; ``timeout`` and ``no_hooks`` are the
-    CLI flags on top of them."""
+    which is what plugin authors' tests want. ``persistent=False`` runs every
+    executable per call, even one that offers ``serve`` (for comparisons).
+    ``no_hooks`` (or ``KODELET_NO_HOOKS=1``) keeps only the built-ins. ``claude=False``
+    (or ``[claude] hooks = false``) leaves Claude Code's hooks out; ``transcript_path``
+    is what they see as theirs. ``config`` replaces the config files and environment;
+    ``timeout`` and ``no_hooks`` are the CLI flags on top of them."""
     env = dict(os.environ if env is None else env)
     places = Places.resolve(cwd, home, env)
     if config is None:
@@ -108,7 +110,9 @@ def load_runtime(
                 names |= {h.name for e in Event for h in claude_hooks.kodelet_hooks(e)}
             return names
 
-        adapter = ExecutableAdapter.load(places, config, env, natives=natives)
+        adapter = ExecutableAdapter.load(
+            places, config, env, persistent=persistent, natives=natives
+        )
         runtime.add_adapter(adapter, EXECUTABLES)
     if claude_hooks is not None:  # the call order comes from ranks, not from this order
         runtime.add_adapter(claude_hooks, CLAUDE_ADAPTER)

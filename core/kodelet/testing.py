@@ -24,7 +24,6 @@ import pytest
 from .adapters.discovery import DiscoveredHook, query_event
 from .adapters.executable import ExecutableHook
 from .adapters.executables import NAME as EXECUTABLES
-from .adapters.executables import ExecutableAdapter
 from .assembly import load_runtime
 from .config import Config
 from .errors import HookFailure
@@ -203,13 +202,7 @@ def executables(runtime: Runtime) -> list[ExecutableHook]:
 def per_call_runtime(**kwargs: Any) -> Runtime:
     """:func:`~kodelet.assembly.load_runtime`, but with every executable hook spawned per
     call (the seeds' protocol), even one that offers a persistent ``serve``."""
-    runtime = load_runtime(**{**kwargs, "executables": False})
-    if kwargs.get("executables", True) and not runtime.no_hooks:
-        adapter = ExecutableAdapter.load(
-            runtime.places, runtime.config, runtime.env, persistent=False
-        )
-        runtime.add_adapter(adapter, EXECUTABLES)
-    return runtime
+    return load_runtime(**kwargs, persistent=False)
 
 
 class RuntimeFactory:
