@@ -238,16 +238,18 @@ class Runner:
         tool_use_id: str | None,
         timeout: float,
     ) -> HookResult:
-        hook_id = str(uuid.uuid4())
         name = _name(hook)
-        session = str(wire.get("session_id", ""))
+        # Progress records are built only for a host that takes them: every tool call
+        # through the Claude Code adapter comes here without a sink.
+        emitting = self._emit.sink is not None
         ids: dict[str, Any] = {
-            "hook_id": hook_id,
+            "hook_id": str(uuid.uuid4()) if emitting else "",
             "hook_name": name,
             "hook_event": event,
-            "session_id": session,
+            "session_id": str(wire.get("session_id", "")),
         }
-        self._emit(HookStarted(**ids))
+        if emitting:
+            self._emit(HookStarted(**ids))
         out_lines: list[str] = []
         err_lines: list[str] = []
 
@@ -257,6 +259,8 @@ class Runner:
             self._emit(HookProgress(**ids, **std, output=line))
 
         def respond(result: HookResult) -> HookResult:
+            if not emitting:
+                return result
             stdout = "\n".join(out_lines)
             self._emit(
                 HookResponse(
@@ -280,7 +284,7 @@ class Runner:
                     wire,
                     timeout=timeout,
                     project_dir=self.cwd or str(wire.get("cwd") or os.getcwd()),
-                    on_line=on_line,
+                    on_line=on_line if emitting else None,
                 )
             except asyncio.CancelledError:
                 raise
