@@ -47,6 +47,19 @@ class ClaudeRow:
     reason: str | None = None
 
 
+def matcher_of(spec: ClaudeHookSpec, default_timeout: float | None = None) -> HookMatcher:
+    """The runner's matcher for one runnable settings entry: its one command hook."""
+    assert spec.command is not None
+    command = CommandHook(
+        spec.command,
+        timeout=spec.timeout or default_timeout,
+        async_=spec.async_,
+        plugin_root=spec.plugin_root,
+        name=spec.name,
+    )
+    return HookMatcher(spec.matcher, [command])  # type: ignore[list-item]
+
+
 def _no_counterpart(event: HookEvent) -> str:
     return f"{event.value} has no kodelet counterpart"
 
@@ -112,16 +125,8 @@ class ClaudeCodeAdapter(Adapter):
     def _runner(self, spec: ClaudeHookSpec, timeout: float) -> Runner:
         runner = self._runners.get(spec.name)
         if runner is None:
-            assert spec.event is not None and spec.command is not None
-            command = CommandHook(
-                spec.command,
-                timeout=spec.timeout or timeout,
-                async_=spec.async_,
-                plugin_root=spec.plugin_root,
-                name=spec.name,
-            )
-            matcher = HookMatcher(spec.matcher, [command])  # type: ignore[list-item]
-            runner = Runner({spec.event: [matcher]}, cwd=self.cwd)
+            assert spec.event is not None
+            runner = Runner({spec.event: [matcher_of(spec, timeout)]}, cwd=self.cwd)
             self._runners[spec.name] = runner
         return runner
 

@@ -32,8 +32,9 @@ def run(
 
     Hooks that cannot run are named on stderr. Exit status is 0 whatever they decided."""
     # Imported here: the runner is not needed by any other command.
+    from ..adapters.claude_code import matcher_of
     from ..adapters.claude_settings import load_hooks
-    from ..claude import CommandHook, HookMatcher, Runner, merge
+    from ..claude import HookMatcher, Runner, merge
     from ..claude.types import HookDataError
 
     try:
@@ -50,14 +51,7 @@ def run(
         if spec.command is None:
             typer.echo(f"kodelet: skipped {spec.name}: {spec.problem}", err=True)
             continue
-        command = CommandHook(
-            spec.command,
-            timeout=spec.timeout,
-            async_=spec.async_,
-            plugin_root=spec.plugin_root,
-            name=spec.name,
-        )
-        table[hook_event].append(HookMatcher(spec.matcher, [command]))  # type: ignore[list-item]
+        table[hook_event].append(matcher_of(spec))
     with Runner(table, cwd=cwd) as runner:
         try:
             results = runner.fire(hook_event, data)
