@@ -349,7 +349,6 @@ def run_dask(
     sources: Sequence[Source],
     scheduler: str | Any,
     on_done: OnDone,
-    chunk: int = 0,
 ) -> Outcome:
     """Ship sessions to a Dask cluster in chunks, a few chunks per worker thread in flight.
 
@@ -362,7 +361,7 @@ def run_dask(
     out = Outcome(digests=[])
     with client_type(scheduler, set_as_default=False) as client:
         threads = sum(client.nthreads().values()) or 1
-        size = chunk or max(1, min(64, -(-len(sources) // (threads * 4))))
+        size = max(1, min(64, -(-len(sources) // (threads * 4))))
         pending = _chunks(sources, size)
         running = completed(loop=client.loop)
         futures: list[Any] = []
