@@ -35,7 +35,7 @@ from typing import Any
 
 from ..events import Event, parse_event
 from ..places import cache_dir
-from .discovery import BATCH_LIMIT, NotStarted, query_event, query_events
+from .discovery import BATCH_LIMIT, NotStarted, query_event, query_events, stat_problem
 
 log = logging.getLogger("kodelet.cache")
 
@@ -93,10 +93,9 @@ class DiscoveryCache:
                 continue
             if stat.S_ISLNK(st.st_mode):
                 return f"{where} is a symlink"
-            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return f"{where} is group- or world-writable"
-            if st.st_uid not in (me, 0):
-                return f"{where} is owned by uid {st.st_uid}"
+            problem = stat_problem(where, st, me)
+            if problem:
+                return problem
         return None
 
     def _load(self) -> None:

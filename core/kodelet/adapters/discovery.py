@@ -92,6 +92,20 @@ def shown(text: str | Path) -> str:
     return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
+def stat_problem(
+    where: str | Path, st: os.stat_result, me: int, *, sticky_ok: bool = False
+) -> str | None:
+    """Why what ``st`` describes could be written by someone other than ``me`` or root:
+    the one rule for hook files, their directories and the discovery cache.
+    ``sticky_ok``: a sticky directory (/tmp) lets nobody replace others' entries."""
+    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and not (sticky_ok and st.st_mode & stat.S_ISVTX):
+        return f"{shown(where)} is group- or world-writable"
+    if st.st_uid not in (me, 0):
+        return f"{shown(where)} is owned by uid {st.st_uid}, not the current user or root"
+    return None
+
+
 _Memo = dict[tuple[Path, Path, bool], "str | None"]
 
 
@@ -115,13 +129,8 @@ def _chain_problem(
         except OSError as exc:
             found = f"cannot stat {shown(current)}: {exc.strerror}"
             break
-        writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-        # Outside the root, a sticky directory (/tmp) lets nobody replace our entries.
-        if writable and not (sticky_ok and current != path and st.st_mode & stat.S_ISVTX):
-            found = f"{shown(current)} is group- or world-writable"
-            break
-        if st.st_uid not in (me, 0):
-            found = f"{shown(current)} is owned by uid {st.st_uid}, not the current user or root"
+        found = stat_problem(current, st, me, sticky_ok=sticky_ok and current != path)
+        if found:
             break
         if current == root or current.parent == current:
             break
@@ -160,10 +169,9 @@ def _untrusted_plain(
     if stat.S_ISLNK(st.st_mode):
         return _SLOW
     me = os.geteuid()
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{shown(path)} is group- or world-writable"
-    if st.st_uid not in (me, 0):
-        return f"{shown(path)} is owned by uid {st.st_uid}, not the current user or root"
+    problem = stat_problem(path, st, me)
+    if problem:
+        return problem
     key = ("plain", str(path).rpartition("/")[0], root)
     state = memo.get(key)
     if state is None:

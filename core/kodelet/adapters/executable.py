@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from .. import jsonio
 from ..errors import HookFailure
 from ..events import Event
-from .discovery import DiscoveredHook
+from .discovery import DiscoveredHook, stat_problem
 from .process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
 
 __all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
@@ -100,10 +99,9 @@ class ExecutableHook:
                 st = os.stat(where)
             except OSError:
                 return  # gone: running it reports that in its own words
-            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                raise HookFailure(f"untrusted: {where} became group- or world-writable")
-            if st.st_uid not in (me, 0):
-                raise HookFailure(f"untrusted: {where} is now owned by uid {st.st_uid}")
+            problem = stat_problem(where, st, me)
+            if problem:
+                raise HookFailure(f"untrusted: {problem}")
 
     def _cwd(self, payload: Mapping[str, Any]) -> str | None:
         cwd = payload.get("cwd") or self.default_cwd
