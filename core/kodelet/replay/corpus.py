@@ -223,11 +223,7 @@ def digest(
             ref = f"{step.agent}|{step.ref}|{step.event.value}"
             out.calls[ref] = CallOutcome(outcome, detail, example, hook)
     if timeline:
-        out.timeline = [
-            report.step_json(i, step)
-            for i, step in enumerate(replay.steps, 1)
-            if not only_acted or report.acted(step)
-        ]
+        out.timeline = report.timeline_json(replay, only_acted)
     return out
 
 

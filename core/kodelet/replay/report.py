@@ -138,13 +138,18 @@ def to_json(replay: Replay, *, only_acted: bool = False) -> dict[str, Any]:
     return {
         "session": session,
         "hooks": replay.hook_order,
-        "timeline": [
-            step_json(i, step)
-            for i, step in enumerate(replay.steps, 1)
-            if not only_acted or acted(step)
-        ],
+        "timeline": timeline_json(replay, only_acted),
         "summary": summary(replay),
     }
+
+
+def timeline_json(replay: Replay, only_acted: bool = False) -> list[dict[str, Any]]:
+    """Every step as JSON, numbered from 1; only those where a hook acted, if asked."""
+    return [
+        step_json(i, step)
+        for i, step in enumerate(replay.steps, 1)
+        if not only_acted or acted(step)
+    ]
 
 
 # -- rich ----------------------------------------------------------------------
