@@ -76,12 +76,12 @@ def load_runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
     third_party = entry_points and not config.no_hooks
-    off = set(disabled) | set(config.disabled_plugins)
     if third_party or builtins:
         for builtin, ep in installed_entry_points(builtins_only=not third_party):
-            if (builtin and builtins) or (not builtin and entry_points and not config.no_hooks):
-                skip = not builtin and (ep.name in off or not config.hook_enabled(ep.name))
-                runtime.add_plugin(load(ep, builtin, disabled=skip))
+            if builtin and builtins:
+                runtime.add_plugin(load(ep, builtin))
+            elif not builtin:  # a disabled plugin is recorded, never imported
+                runtime.add_plugin(load(ep, builtin, disabled=runtime.is_disabled(ep.name)))
     for plugin in plugins:
         name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
         runtime.register(obj, name=name)

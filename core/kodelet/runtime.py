@@ -76,7 +76,7 @@ class Runtime:
         self.plugins.append(info)
         if info.error is not None:
             return
-        if info.name in self._disabled or not self.config.hook_enabled(info.name):
+        if self.is_disabled(info.name):
             info.disabled = True
             return
         try:
@@ -91,6 +91,10 @@ class Runtime:
         self._order.clear()
         if self._configured:
             self.configure(info.plugin)
+
+    def is_disabled(self, name: str) -> bool:
+        """Switched off by name (``disabled=``, ``[plugins] disabled``, ``[hooks]``)."""
+        return name in self._disabled or not self.config.hook_enabled(name)
 
     def register(
         self, plugin: Any, name: str | None = None, *, builtin: bool = False
