@@ -19,15 +19,13 @@ from collections.abc import Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pluggy
-
 from . import hookspecs
 from .calls import CoroutineRunner, Raised, bounded, cancelling, caught, failed, feed, settled
 from .config import Config
 from .events import Event
 from .kinds import Location, Source
 from .loading import PluginInfo, configure_plugins
-from .markers import PROJECT
+from .markers import PluginManager
 from .ordering import call_order
 from .payloads import BasePayload
 from .places import Places
@@ -60,7 +58,7 @@ class Runtime:
         self.config = config if config is not None else Config()
         self.no_hooks = self.config.no_hooks
         self.slow_after = slow_after
-        self.pm = pluggy.PluginManager(PROJECT)
+        self.pm = PluginManager()
         self.pm.add_hookspecs(hookspecs)
         self.plugins: list[PluginInfo] = []
         self.adapters: dict[str, Any] = {}

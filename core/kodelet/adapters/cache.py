@@ -126,10 +126,11 @@ class DiscoveryCache:
         self._entries = {k: v for k, v in entries.items() if isinstance(v, dict)}
 
     def lookup(
-        self, path: Path, st: os.stat_result | None = None
+        self, path: str | Path, st: os.stat_result | None = None
     ) -> tuple[str, list[int], Answer | ValueError | None]:
         """(real path, stat key, cached answer, cached failure or None); ``OSError`` if
-        the file is gone. ``st`` is the file's ``lstat`` if the caller took it."""
+        the file is gone. ``st`` is the file's ``lstat`` if the caller took it; a path
+        as text (a directory listing's) saves making a ``Path``."""
         if st is None:
             st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
@@ -142,8 +143,7 @@ class DiscoveryCache:
                 real_parent = self._dirs[parent] = os.path.realpath(parent or "/").rstrip("/")
             real = f"{real_parent}/{name}"
         key = _key_of(st)
-        with self._lock:
-            entry = self._entries.get(real)
+        entry = self._entries.get(real)  # one dict read is atomic; only writes take the lock
         if entry is not None and entry.get("stat") == key:
             if "error" in entry:
                 return real, key, ValueError(str(entry["error"]))
@@ -155,7 +155,9 @@ class DiscoveryCache:
             return real, key, (event, protocols)
         return real, key, None
 
-    def peek(self, path: Path, *, st: os.stat_result | None = None) -> Answer | ValueError | None:
+    def peek(
+        self, path: str | Path, *, st: os.stat_result | None = None
+    ) -> Answer | ValueError | None:
         """The cached answer without running anything, or None if the file must be asked
         (``st``: the file's ``lstat``, if the caller took it)."""
         try:

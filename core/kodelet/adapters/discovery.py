@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import operator
 import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -41,13 +42,19 @@ BATCH_LIMIT = 64
 @attrs.frozen(kw_only=True)
 class Candidate:
     name: str
-    path: Path
+    # The file's path as the directory listing gave it. A ``Path`` is made only when
+    # asked for: a warm start looks at every file but runs few of them.
+    file: str
     location: Location
     plugin: str | None = None  # "org/repo" for plugin-repo hooks
     plugin_root: Path | None = None
     # What lstat said when the directory was listed: the trust check and the cache
     # key judge that one look, not three.
     lstat: os.stat_result | None = attrs.field(default=None, eq=False, repr=False)
+
+    @functools.cached_property
+    def path(self) -> Path:
+        return Path(self.file)
 
 
 @attrs.frozen(kw_only=True)
@@ -154,7 +161,7 @@ _SLOW = "?"
 
 
 def _untrusted_plain(
-    path: Path, root: Path, memo: dict[Any, Any], st: os.stat_result | None
+    path: str, root: Path, memo: dict[Any, Any], st: os.stat_result | None
 ) -> str | None:
     """:func:`_untrusted` for the common case, a regular file (not a symlink) in a
     directory already judged: one ``lstat`` (none when the listing took it, as a
@@ -164,7 +171,7 @@ def _untrusted_plain(
             st = os.lstat(path)
         except OSError:
             return _SLOW
-        if path == root:
+        if Path(path) == root:
             return _SLOW
     if stat.S_ISLNK(st.st_mode):
         return _SLOW
@@ -172,10 +179,10 @@ def _untrusted_plain(
     problem = stat_problem(path, st, me)
     if problem:
         return problem
-    key = ("plain", str(path).rpartition("/")[0], root)
+    key = ("plain", path.rpartition("/")[0], root)
     state = memo.get(key)
     if state is None:
-        parent = path.parent
+        parent = Path(path).parent
         why = _chain_problem(parent, root, me, sticky_ok=False, memo=memo)
         if why:
             state = why
@@ -188,7 +195,7 @@ def _untrusted_plain(
 
 
 def _untrusted(
-    path: Path,
+    path: str | Path,
     root: Path,
     memo: dict[Any, Any] | None = None,
     lstat: os.stat_result | None = None,
@@ -200,9 +207,10 @@ def _untrusted(
     ``memo`` (one per discovery) shares the directories' answers between files;
     ``lstat`` is the file's, if the caller has it."""
     if memo is not None:
-        quick = _untrusted_plain(path, root, memo, lstat)
+        quick = _untrusted_plain(os.fspath(path), root, memo, lstat)
         if quick != _SLOW:
             return quick
+    path = Path(path)
     me = os.geteuid()
     why = _chain_problem(path, root, me, sticky_ok=False, memo=memo)
     if why:
@@ -225,13 +233,13 @@ CLAUDE_PLUGIN_HOOKS = "hooks.json"
 
 def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredHook]]:
     """Candidates to query (with their trust root) and files skipped without asking them."""
-    seen: dict[str, Path] = {}
+    seen: dict[str, Candidate] = {}
     todo: list[tuple[Candidate, Path]] = []
     skipped: list[DiscoveredHook] = []
     for directory, location, plugin, plugin_root, trust_root in hook_dirs(places):
         try:
             with os.scandir(directory) as listing:
-                entries = sorted(listing, key=_name_of)
+                entries = sorted(listing, key=operator.attrgetter("name"))
         except FileNotFoundError:
             continue
         except OSError as exc:
@@ -239,7 +247,7 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             # is held by the stand-in for a configured name that no hook has.
             whole = Candidate(
                 name=(f"{plugin}/" if plugin else "") + "*",
-                path=directory,
+                file=str(directory),
                 location=location,
                 plugin=plugin,
                 plugin_root=plugin_root,
@@ -249,17 +257,16 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             continue
         prefix = f"{plugin}/" if plugin else ""
         for listed in entries:
-            entry = directory / listed.name
             lst: os.stat_result | None = None
             unreachable: str | None = None
             try:
                 lst = listed.stat(follow_symlinks=False)
-                st = os.stat(entry) if stat.S_ISLNK(lst.st_mode) else lst
+                st = os.stat(listed.path) if stat.S_ISLNK(lst.st_mode) else lst
             except OSError as exc:
-                unreachable = _unreachable(entry, exc)
+                unreachable = _unreachable(Path(listed.path), exc)
             cand = Candidate(
                 name=prefix + shown(listed.name),
-                path=entry,
+                file=listed.path,
                 location=location,
                 plugin=plugin,
                 plugin_root=plugin_root,
@@ -278,17 +285,13 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 skipped.append(DiscoveredHook.not_run(cand, what))
                 continue
             if cand.name in seen:
-                above = seen[cand.name]
+                above = seen[cand.name].path
                 why = f"shadowed by {above} (same name, higher up)"
                 skipped.append(DiscoveredHook.not_run(cand, why, shadowed_by=above))
                 continue
-            seen[cand.name] = entry
+            seen[cand.name] = cand
             todo.append((cand, trust_root))
     return todo, skipped
-
-
-def _name_of(entry: os.DirEntry[str]) -> str:
-    return entry.name
 
 
 def _unreachable(entry: Path, exc: OSError) -> str:
@@ -403,6 +406,7 @@ def discover(
     in the same environment, so both answers come from the same world."""
     ask = query if callable(query) else functools.partial(query_event, env=env)
     peek = getattr(query, "peek", None)
+    peek = peek if callable(peek) else None
     many: Any = getattr(query, "query_many", None)
     if query is None:
         many = functools.partial(query_events, env=env)
@@ -424,7 +428,7 @@ def discover(
 
     def one(cand: Candidate) -> DiscoveredHook:
         try:
-            if cand.path in fresh and callable(peek):
+            if cand.path in fresh and peek is not None:
                 cached: Any = query
                 answer = cached(cand.path, fresh=True)
             else:
@@ -438,13 +442,13 @@ def discover(
     fresh: list[Path] = []
     memo: dict[Any, Any] = {}
     for cand, trust_root in todo:
-        why = _untrusted(cand.path, trust_root, memo, cand.lstat)
+        why = _untrusted(cand.file, trust_root, memo, cand.lstat)
         if why:
             results.append(DiscoveredHook.not_run(cand, f"untrusted: {why}"))
             continue
         # A fail-closed guardrail is always asked: no cache entry may move it off its event.
         guarded = config is not None and config.hook(cand.name).fail_closed
-        known = peek(cand.path, st=cand.lstat) if callable(peek) and not guarded else None
+        known = peek(cand.file, st=cand.lstat) if peek is not None and not guarded else None
         if config is not None and not config.hook_enabled(cand.name):
             # Disabled means not run, not even asked: the event is shown only if cached.
             event = known[0] if isinstance(known, tuple) else None
@@ -555,7 +559,7 @@ def unknown_hooks(
         if name not in config.hooks:
             continue
         source = config.sources.get(f'hooks."{name}".fail_closed') or str(places.local_root)
-        cand = Candidate(name=name, path=Path(source), location=Location.LOCAL)
+        cand = Candidate(name=name, file=source, location=Location.LOCAL)
         why = "no hook or plugin of this name (configured in config.toml)"
         found.append(DiscoveredHook.not_run(cand, why))
     return found

@@ -6,6 +6,7 @@ plugin; this class only knows how to run one file and read its answer.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -52,7 +53,7 @@ class ExecutableHook:
     def __init__(
         self,
         name: str,
-        path: Path,
+        path: str | Path,
         event: Event,
         *,
         plugin_root: Path | None = None,
@@ -62,12 +63,17 @@ class ExecutableHook:
     ) -> None:
         self.name = name
         self.groups = groups
-        self.path = path if isinstance(path, Path) else Path(path)
+        self.file = os.fspath(path)
         self.event = event
         self.plugin_root = plugin_root
         self.default_cwd = default_cwd
         self._given_env = env
         self._built_env: dict[str, str] | None = None
+
+    @functools.cached_property
+    def path(self) -> Path:
+        """Made on first use: a start makes runners for every hook, and runs few."""
+        return Path(self.file)
 
     @property
     def _env(self) -> dict[str, str]:
@@ -84,7 +90,8 @@ class ExecutableHook:
     @classmethod
     def from_discovered(cls, hook: DiscoveredHook, **kw: Any) -> ExecutableHook:
         assert hook.event is not None
-        return cls(hook.name, hook.path, hook.event, plugin_root=hook.candidate.plugin_root, **kw)
+        cand = hook.candidate
+        return cls(hook.name, cand.file, hook.event, plugin_root=cand.plugin_root, **kw)
 
     def check_trust(self) -> None:
         """Fail if the file or its directory could now be written by someone else.
@@ -110,7 +117,7 @@ class ExecutableHook:
     def _process(self, payload: Mapping[str, Any], timeout: float) -> dict[str, Any]:
         """``<exe> run`` with the payload on stdin: the same call, sync or asyncio."""
         return {
-            "argv": [str(self.path), "run"],
+            "argv": [self.file, "run"],
             "data": self._encode(payload),
             "cwd": self._cwd(payload),
             "env": self._env,

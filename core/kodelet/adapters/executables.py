@@ -95,9 +95,10 @@ class ExecutableAdapter(Adapter):
             cache = DiscoveryCache.for_root(places.global_root, env=env)
             found = discover(places, config, env=env, query=cache)
             cache.save()
-        known = hook_names(found)
-        if natives is not None and unknown_names(config, known):
-            found = [*found, *unknown_hooks(places, config, known | natives())]
+        if natives is not None and (config.hooks or config.disabled_hooks):
+            known = hook_names(found)
+            if unknown_names(config, known):
+                found = [*found, *unknown_hooks(places, config, known | natives())]
         return cls(found, config, default_cwd=str(places.cwd), env=env, persistent=persistent)
 
     def _wire(self, payload: BasePayload) -> dict[str, Any]:
@@ -124,7 +125,7 @@ class ExecutableAdapter(Adapter):
             rank=Rank.EXTERNAL,
             run=run,
             arun=arun,
-            path=str(runner.path),
+            path=runner.file,
         )
 
     def kodelet_hooks(self, event: Event) -> Sequence[AdapterHook]:
@@ -143,5 +144,6 @@ class ExecutableAdapter(Adapter):
 
     def close(self) -> None:
         for runner in self._runners.values():
-            with contextlib.suppress(Exception):
-                runner.close()
+            if isinstance(runner, PersistentHook):  # per-call hooks hold nothing
+                with contextlib.suppress(Exception):
+                    runner.close()

@@ -381,7 +381,7 @@ class PersistentHook(ExecutableHook):
                 f"server failed {self._failures} times in a row; next restart in {wait:.1f}s"
             )
         try:
-            argv = [str(self.path), "serve"]
+            argv = [self.file, "serve"]
             server = _Server(self.name, argv, cwd, self._env, self.groups, self._slot.wake_r)
         except OSError as exc:
             self._failed(str(exc))
