@@ -19,6 +19,7 @@ from kodelet import (
     BasePayload,
     BeforeToolCallPayload,
     Dispatch,
+    Event,
     Message,
     Outcome,
     Runtime,
@@ -28,6 +29,7 @@ from kodelet import (
     load_runtime,
 )
 from kodelet.adapters.executable import ExecutableHook
+from kodelet.adapters.executables import NAME as EXECUTABLES
 from kodelet.adapters.persistent import PersistentHook, backoff
 from kodelet.testing import executables, per_call_runtime, write_hook
 
@@ -322,6 +324,30 @@ def test_closed_hook_refuses_calls(project: Path) -> None:
     rt.close()
     with pytest.raises(Exception, match="closed"):
         exe.run({"event": "before_tool_call", "tool_name": "x", "tool_input": {}}, timeout=5)
+    assert exe.pid is None
+
+
+def test_runners_are_made_when_their_event_is_first_asked_for(project: Path) -> None:
+    hooks = project / ".kodelet" / "hooks"
+    write_hook(hooks, "before", hook_source("before_tool_call"))
+    write_hook(hooks, "turn", hook_source("after_turn"))
+    with load_runtime(cwd=project, entry_points=False) as rt:
+        adapter = rt.adapters[EXECUTABLES]
+        assert adapter._runners == {}, "a start makes no runner"
+        assert rt.dispatch(bad("ls")).result.blocked is False
+        assert list(adapter._runners) == ["before"]
+        assert [type(e) for e in executables(rt)] == [PersistentHook, PersistentHook]
+
+
+def test_a_runner_made_after_close_never_starts_a_server(project: Path) -> None:
+    write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
+    rt = load_runtime(cwd=project, entry_points=False)
+    adapter = rt.adapters[EXECUTABLES]
+    rt.close()
+    (entry,) = adapter.kodelet_hooks(Event.BEFORE_TOOL_CALL)
+    with pytest.raises(Exception, match="closed"):
+        entry.run(bad("ls"), 5)
+    (exe,) = executables(rt)
     assert exe.pid is None
 
 

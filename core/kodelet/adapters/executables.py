@@ -9,6 +9,7 @@ stand-in (:mod:`.standin`) in place of a fail-closed hook that cannot run.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -45,10 +46,15 @@ class ExecutableAdapter(Adapter):
         super().__init__()
         self.groups = ProcessGroups()
         self.discovered = list(discovered)
+        self._runner_args = {"default_cwd": default_cwd, "env": env, "groups": self.groups}
+        self._persistent = persistent
         self._runners: dict[str, ExecutableHook] = {}
-        # Per event, in order: runners (made into entries when the event is first asked
-        # for, so a start pays only for the events it dispatches) and stand-ins.
-        self._order: dict[Event, list[ExecutableHook | AdapterHook]] = {e: [] for e in Event}
+        self._lock = threading.Lock()
+        self._closed = False
+        # Per event, in order: the active hooks (made into runners and entries when the
+        # event is first asked for, so a start pays only for the events it dispatches)
+        # and stand-ins.
+        self._order: dict[Event, list[DiscoveredHook | AdapterHook]] = {e: [] for e in Event}
         self._entries: dict[Event, list[AdapterHook]] = {}
         # The payload most recently turned into JSON: consecutive hooks of one event
         # usually see the same payload, so it is encoded once.
@@ -56,13 +62,7 @@ class ExecutableAdapter(Adapter):
         active = {h.name for h in self.discovered if h.status is Status.ACTIVE}
         for hook in self.discovered:
             if hook.status is Status.ACTIVE and hook.event is not None:
-                keep = persistent and PERSISTENT_PROTOCOL in hook.protocols
-                cls = PersistentHook if keep else ExecutableHook
-                runner = cls.from_discovered(
-                    hook, default_cwd=default_cwd, env=env, groups=self.groups
-                )
-                self._runners[hook.name] = runner
-                self._order[hook.event].append(runner)
+                self._order[hook.event].append(hook)
             elif (
                 needs_stand_in(hook)
                 and hook.name not in active
@@ -128,22 +128,42 @@ class ExecutableAdapter(Adapter):
             path=runner.file,
         )
 
+    def _runner(self, hook: DiscoveredHook) -> ExecutableHook:
+        """The hook's one runner, whichever thread asks first; one made after
+        :meth:`close` is closed at once, so no server starts from it."""
+        with self._lock:
+            runner = self._runners.get(hook.name)
+            if runner is None:
+                keep = self._persistent and PERSISTENT_PROTOCOL in hook.protocols
+                cls = PersistentHook if keep else ExecutableHook
+                runner = self._runners[hook.name] = cls.from_discovered(hook, **self._runner_args)
+                if self._closed:
+                    runner.close()
+        return runner
+
     def kodelet_hooks(self, event: Event) -> Sequence[AdapterHook]:
         entries = self._entries.get(event)
         if entries is None:
             entries = self._entries[event] = [
-                self._entry(x) if isinstance(x, ExecutableHook) else x for x in self._order[event]
+                self._entry(self._runner(x)) if isinstance(x, DiscoveredHook) else x
+                for x in self._order[event]
             ]
         return entries
 
     def executables(self) -> list[ExecutableHook]:
-        return list(self._runners.values())
+        active = Status.ACTIVE
+        return [
+            self._runner(h) for h in self.discovered if h.status is active and h.event is not None
+        ]
 
     def kill_all(self) -> None:
         self.groups.kill_all()
 
     def close(self) -> None:
-        for runner in self._runners.values():
+        with self._lock:
+            self._closed = True
+            runners = list(self._runners.values())
+        for runner in runners:
             if isinstance(runner, PersistentHook):  # per-call hooks hold nothing
                 with contextlib.suppress(Exception):
                     runner.close()
