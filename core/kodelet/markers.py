@@ -3,8 +3,7 @@ and the plugin manager that looks for them."""
 
 from __future__ import annotations
 
-import inspect
-from types import ModuleType
+from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
 import pluggy
@@ -16,15 +15,18 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+# What pluggy takes for a hook when it finds it on a module.
+_HOOKABLE = (FunctionType, MethodType, staticmethod, classmethod)
+
+
 def _cannot_be_hook(namespace: Any, name: str) -> bool:
     """True for a module attribute pluggy would reject anyway: only a function or
     method can carry a marker. pluggy judges each name with ``inspect.getattr_static``,
     which costs tens of microseconds on a module; a plugin or hookspec module's
     imports and dunders are most of its names, so they are turned away first."""
-    if not isinstance(namespace, ModuleType):
-        return False
-    value = vars(namespace).get(name)
-    return not (inspect.isroutine(value) or isinstance(value, (staticmethod, classmethod)))
+    return isinstance(namespace, ModuleType) and not isinstance(
+        vars(namespace).get(name), _HOOKABLE
+    )
 
 
 class PluginManager(pluggy.PluginManager):
