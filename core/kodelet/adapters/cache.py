@@ -137,11 +137,12 @@ class DiscoveryCache:
             real = os.path.realpath(path)
             st = os.stat(real)
         else:
-            parent, _, name = str(path).rpartition("/")
+            text = str(path)
+            parent, _, name = text.rpartition("/")
             real_parent = self._dirs.get(parent)
             if real_parent is None:
                 real_parent = self._dirs[parent] = os.path.realpath(parent or "/").rstrip("/")
-            real = f"{real_parent}/{name}"
+            real = text if real_parent == parent != "" else f"{real_parent}/{name}"
         key = _key_of(st)
         entry = self._entries.get(real)  # one dict read is atomic; only writes take the lock
         if entry is not None and entry.get("stat") == key:
