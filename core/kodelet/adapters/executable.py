@@ -72,7 +72,7 @@ class ExecutableHook:
 
     @functools.cached_property
     def path(self) -> Path:
-        """Made on first use: a start makes runners for every hook, and runs few."""
+        """Made on first use; the process is started from ``file``, the text discovery listed."""
         return Path(self.file)
 
     @property
