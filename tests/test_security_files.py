@@ -265,3 +265,32 @@ def test_unknown_payload_fields(caplog: pytest.LogCaptureFixture) -> None:
     payload = payload_from_wire(Event.BEFORE_TOOL_CALL, data)
     assert payload.tool_input == {}  # type: ignore[attr-defined]
     assert "payload: unknown field 'tool_inptu' ignored" in caplog.text
+
+
+def test_an_edit_never_writes_through_a_name_planted_beside_the_file(tmp_path: Path) -> None:
+    """A cloned repository can plant symlinks in .kodelet/ where a temporary file would
+    go; the edit must replace config.toml and leave the link's target alone."""
+    from kodelet.config_edit import set_key
+
+    project = tmp_path / "project"
+    path = config_path(project)
+    path.write_text("[hooks]\ntimeout = 5\n")
+    path.chmod(0o640)
+    victim = tmp_path / "bashrc"
+    victim.write_text("untouched\n")
+    (path.parent / f".config.toml.tmp-{os.getpid()}").symlink_to(victim)
+    set_key(path, "hooks", "disabled", ["x"])
+    assert victim.read_text() == "untouched\n"
+    assert 'disabled = ["x"]' in path.read_text() and not path.is_symlink()
+    assert path.stat().st_mode & 0o777 == 0o640, "an edit keeps the file's permissions"
+    leftovers = sorted(p.name for p in path.parent.iterdir())
+    assert leftovers == [f".config.toml.tmp-{os.getpid()}", "config.toml"]
+
+
+def test_a_failed_write_leaves_the_file_and_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{}\n")
+    with pytest.raises(UnicodeEncodeError):
+        jsonio.write_atomically(path, "\ud800")
+    assert path.read_text() == "{}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]

@@ -7,7 +7,6 @@ if it does not mean exactly what was intended, the file is left alone.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from .config import ConfigError
+from .jsonio import write_atomically
 
 
 def _read(path: Path) -> str:
@@ -51,15 +51,6 @@ def set_key(path: Path, table: str, key: str, value: Any) -> None:
             f"{path}: cannot update [{table}] {key} safely; set it by hand to {shown}"
         )
     write_atomically(path, new)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one rename: a reader sees the old file or the
-    new one, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def set_disabled_plugins(path: Path, names: list[str]) -> None:

@@ -1,4 +1,5 @@
-"""Reading untrusted JSON and files: one strict loader and one bounded reader.
+"""Reading untrusted JSON and files: one strict loader and one bounded reader;
+and one atomic writer for the files kodelet changes.
 
 Everything kodelet parses may have been written by someone else: a hook's
 answer, a payload file, the discovery cache, a plugin manifest, a replay file,
@@ -13,13 +14,20 @@ a repository's config.toml. So every one of them goes through here:
   it: a FIFO is refused without blocking, ``/dev/zero`` without reading.
 
 Every error is one line naming what was read and why it was refused.
+
+A file kodelet writes (config.toml, Claude Code settings, the discovery cache) is
+replaced in one rename from a temporary file created afresh beside it: a reader
+never sees half a file, and a name planted in a cloned repository's ``.kodelet/``
+or ``.claude/`` (a symlink to the user's ``~/.bashrc``) is never written through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
@@ -168,3 +176,24 @@ def load_file(
 ) -> Any:
     """A regular JSON file, read within ``cap`` and parsed strictly (:func:`loads`)."""
     return loads(read_file(path, what, cap=cap), str(Path(path)), max_depth=max_depth)
+
+
+def write_atomically(path: str | os.PathLike[str], text: str) -> None:
+    """Replace ``path`` with ``text``: the new file keeps the old one's permissions
+    (0644 when there was none); the temporary file is removed if anything fails."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), mode)
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

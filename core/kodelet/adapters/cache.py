@@ -22,18 +22,17 @@ its event.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..events import Event, parse_event
+from ..jsonio import write_atomically
 from ..places import cache_dir
 from .discovery import BATCH_LIMIT, NotStarted, query_event, query_events, stat_problem
 
@@ -276,18 +275,7 @@ class DiscoveryCache:
             entries = {k: v for k, v in self._entries.items() if os.path.lexists(k)}
             self._dirty = False
         text = json.dumps({"format": FORMAT, "entries": entries}, sort_keys=True)
-        directory = self.path.parent
-        tmp = None
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".discovery-", suffix=".tmp", dir=directory)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, self.path)
-            tmp = None
+            write_atomically(self.path, text)
         except OSError as exc:
             log.debug("discovery cache %s not written: %s", self.path, exc.strerror or exc)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)

@@ -21,7 +21,6 @@ from typing import Any
 import typer
 
 from .. import jsonio
-from ..config_edit import write_atomically
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
 app = typer.Typer(
@@ -163,7 +162,7 @@ def write_settings(
         return "".join(diff).rstrip("\n")
     if old is not None:
         shutil.copy2(path, path.with_name(path.name + ".bak"))
-    write_atomically(path, new)
+    jsonio.write_atomically(path, new)
     return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
 
 
