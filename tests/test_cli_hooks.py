@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kodelet.config import ConfigError
-from kodelet.config_edit import set_disabled_plugins
+from kodelet.config_edit import set_key
 from kodelet.testing import write_hook
 
 from tests.test_repos import BLOCKING_HOOK, make_git_repo, no_traceback, run_kodelet
@@ -427,7 +427,7 @@ def test_set_disabled_plugins_rewrites_only_that_key(tmp_path: Path, before: str
     path = tmp_path / "config.toml"
     path.write_text(before)
     old = tomllib.loads(before)
-    set_disabled_plugins(path, ["x", 'we"ird'])
+    set_key(path, "plugins", "disabled", ["x", 'we"ird'])
     new = tomllib.loads(path.read_text())
     assert new["plugins"]["disabled"] == ["x", 'we"ird']
     old.setdefault("plugins", {})["disabled"] = ["x", 'we"ird']
@@ -443,7 +443,7 @@ def test_set_disabled_plugins_rewrites_only_that_key(tmp_path: Path, before: str
 def test_set_disabled_plugins_edits_dotted_and_inline_layouts(tmp_path: Path, before: str) -> None:
     path = tmp_path / "config.toml"
     path.write_text(before)
-    set_disabled_plugins(path, ["b"])
+    set_key(path, "plugins", "disabled", ["b"])
     assert tomllib.loads(path.read_text()) == {"plugins": {"disabled": ["b"]}}
 
 
@@ -451,7 +451,7 @@ def test_set_disabled_plugins_leaves_an_invalid_file_alone(tmp_path: Path) -> No
     path = tmp_path / "config.toml"
     path.write_text("[plugins\n")
     with pytest.raises(ConfigError, match="invalid TOML"):
-        set_disabled_plugins(path, ["b"])
+        set_key(path, "plugins", "disabled", ["b"])
     assert path.read_text() == "[plugins\n"
 
 

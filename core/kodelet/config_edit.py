@@ -51,8 +51,3 @@ def set_key(path: Path, table: str, key: str, value: Any) -> None:
             f"{path}: cannot update [{table}] {key} safely; set it by hand to {shown}"
         )
     write_atomically(path, new)
-
-
-def set_disabled_plugins(path: Path, names: list[str]) -> None:
-    """Rewrite only ``[plugins] disabled``, leaving everything else as it was."""
-    set_key(path, "plugins", "disabled", list(names))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -276,7 +277,9 @@ def _all_names(places: Places) -> list[str]:
 
 def toggle_plugin(places: Places, config: Config, name: str, enable: bool) -> None:
     """Enable or disable native plugin ``name`` in the local config.toml, keeping the rest."""
-    _toggle_listed(places, config, "plugins", name, enable, f"plugin {name}")
+    _toggle_listed(
+        places, config, "plugins", config.disabled_plugins, name, enable, f"plugin {name}"
+    )
 
 
 def _toggle_claude(places: Places, config: Config, name: str, enable: bool) -> None:
@@ -284,15 +287,21 @@ def _toggle_claude(places: Places, config: Config, name: str, enable: bool) -> N
     ``[hooks] disabled`` of the repo-local config.toml instead."""
     if name not in {h.name for h in load_hooks(places, os.environ)}:
         fail(f"no Claude Code hook named {name!r} (see: kodelet hooks list)", 1)
-    _toggle_listed(places, config, "hooks", name, enable, name)
+    _toggle_listed(places, config, "hooks", config.disabled_hooks, name, enable, name)
 
 
 def _toggle_listed(
-    places: Places, config: Config, table: str, name: str, enable: bool, label: str
+    places: Places,
+    config: Config,
+    table: str,
+    current: Sequence[str],
+    name: str,
+    enable: bool,
+    label: str,
 ) -> None:
-    """Add ``name`` to, or take it from, ``[<table>] disabled`` of the local config.toml.
-    The local key replaces the global one, so it carries the whole effective list."""
-    current = list(config.disabled_plugins if table == "plugins" else config.disabled_hooks)
+    """Add ``name`` to, or take it from, ``[<table>] disabled`` of the local config.toml
+    (``current``: the effective list). The local key replaces the global one, so it
+    carries the whole effective list."""
     if enable == (name not in current):
         typer.echo(f"already {'enabled' if enable else 'disabled'}: {label}")
         _warn_config_disabled(config, name, enable)
