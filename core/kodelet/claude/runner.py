@@ -242,13 +242,14 @@ class Runner:
         # Progress records are built only for a host that takes them: every tool call
         # through the Claude Code adapter comes here without a sink.
         emitting = self._emit.sink is not None
-        ids: dict[str, Any] = {
-            "hook_id": str(uuid.uuid4()) if emitting else "",
-            "hook_name": name,
-            "hook_event": event,
-            "session_id": str(wire.get("session_id", "")),
-        }
+        ids: dict[str, Any] = {}
         if emitting:
+            ids.update(
+                hook_id=str(uuid.uuid4()),
+                hook_name=name,
+                hook_event=event,
+                session_id=str(wire.get("session_id", "")),
+            )
             self._emit(HookStarted(**ids))
         out_lines: list[str] = []
         err_lines: list[str] = []
