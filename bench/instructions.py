@@ -20,28 +20,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-BASH_HOOK = """#!/bin/bash
-if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
-cat >/dev/null; echo '{}'
-"""
-
 
 def build(runs: int, hooks: int) -> None:
+    """The child: the same 50 bash hooks as the discovery benchmark in bench/run.py."""
+    from harness import write_hook
+    from run import BASH_HOOK, load_runtime, project
+
     root = Path(tempfile.mkdtemp(prefix="kodelet-instructions-")).resolve()
     os.environ["HOME"] = str(root / "home")
     os.environ["KODELET_HOME"] = str(root / "home" / ".kodelet")
-    from kodelet import load_runtime
-
-    project = root / "project"
-    hooks_dir = project / ".kodelet" / "hooks"
-    hooks_dir.mkdir(parents=True)
+    proj = project(root, "project")
     for i in range(hooks):
-        path = hooks_dir / f"h{i:02}"
-        path.write_text(BASH_HOOK)
-        path.chmod(0o755)
+        write_hook(proj / ".kodelet" / "hooks", f"h{i:02}", BASH_HOOK)
     home = root / "home-build"
     for _ in range(runs + 1):
-        load_runtime(cwd=project, home=home, entry_points=False).close()
+        load_runtime(cwd=proj, home=home, entry_points=False).close()
     shutil.rmtree(root)
 
 
