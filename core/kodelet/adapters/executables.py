@@ -59,9 +59,11 @@ class ExecutableAdapter(Adapter):
         # The payload most recently turned into JSON: consecutive hooks of one event
         # usually see the same payload, so it is encoded once.
         self._wired: tuple[BasePayload | None, dict[str, Any]] = (None, {})
+        self._active: list[DiscoveredHook] = []  # what gets a runner, in order
         active = {h.name for h in self.discovered if h.status is Status.ACTIVE}
         for hook in self.discovered:
             if hook.status is Status.ACTIVE and hook.event is not None:
+                self._active.append(hook)
                 self._order[hook.event].append(hook)
             elif (
                 needs_stand_in(hook)
@@ -151,10 +153,7 @@ class ExecutableAdapter(Adapter):
         return entries
 
     def executables(self) -> list[ExecutableHook]:
-        active = Status.ACTIVE
-        return [
-            self._runner(h) for h in self.discovered if h.status is active and h.event is not None
-        ]
+        return [self._runner(h) for h in self._active]
 
     def kill_all(self) -> None:
         self.groups.kill_all()
