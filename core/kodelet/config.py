@@ -68,6 +68,11 @@ class Config:
             return own
         return self.timeout
 
+    def named_hooks(self) -> list[str]:
+        """Every hook name config.toml gives: ``[hooks."<name>"]`` tables and ``[hooks]
+        disabled`` entries."""
+        return [*self.hooks, *self.disabled_hooks]
+
     def hook_enabled(self, name: str) -> bool:
         return name not in self.disabled_hooks and self.hook(name).enabled
 

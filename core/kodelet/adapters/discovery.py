@@ -540,8 +540,7 @@ def scanned_names(places: Places) -> set[str]:
 
 def unknown_names(config: Config, known: set[str]) -> list[str]:
     """``[hooks."<name>"]`` tables and ``[hooks] disabled`` entries naming nothing known."""
-    named = [*config.hooks, *config.disabled_hooks]
-    return sorted({n for n in named if n not in known})
+    return sorted({n for n in config.named_hooks() if n not in known})
 
 
 def unknown_hooks(

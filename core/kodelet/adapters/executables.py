@@ -97,7 +97,7 @@ class ExecutableAdapter(Adapter):
             cache = DiscoveryCache.for_root(places.global_root, env=env)
             found = discover(places, config, env=env, query=cache)
             cache.save()
-        if natives is not None and (config.hooks or config.disabled_hooks):
+        if natives is not None and config.named_hooks():
             known = hook_names(found)
             if unknown_names(config, known):
                 found = [*found, *unknown_hooks(places, config, known | natives())]
