@@ -101,7 +101,7 @@ class ExecutableHook:
         since then, before anything is run or started from it. A symlink is judged by
         what it leads to."""
         me = os.geteuid()
-        for where in (self.path, self.path.parent):
+        for where in (self.file, os.path.dirname(self.file) or "."):  # no Path per call
             try:
                 st = os.stat(where)
             except OSError:
