@@ -247,7 +247,7 @@ def test_hooks_new_writes_a_trusted_working_hook(
     assert res.stdout.splitlines()[0] == f"Created {path} ({lang}, before_tool_call)"
     assert stat.S_IMODE(path.stat().st_mode) == 0o755
     if lang == "python":
-        assert "from kodelet import hookkit" in path.read_text()
+        assert path.read_text().startswith("#!/usr/bin/env python3\n")
     [row] = [r for r in json.loads(kodelet(project, "hooks", "list", "--json").stdout)
              if r["name"] == "guard"]  # fmt: skip
     assert (row["status"], row["event"]) == ("active", "before_tool_call")

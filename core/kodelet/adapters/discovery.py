@@ -12,6 +12,7 @@ import functools
 import logging
 import operator
 import os
+import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -309,6 +310,35 @@ def _unreachable(entry: Path, exc: OSError) -> str:
     return f"cannot stat: {exc.strerror or exc}"
 
 
+def missing_interpreter(path: str | Path, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the program on the hook's ``#!`` line cannot be found, or None.
+
+    A shebang naming this machine's venv (``#!/home/me/venv/bin/python``) fails on a
+    teammate's checkout with a bare "No such file or directory"; this names the
+    missing interpreter instead. ``#!/usr/bin/env NAME`` is looked up on the PATH
+    the hook runs with. Only the first line is read; nothing is run."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    line = first[2:].strip().decode("utf-8", "backslashreplace")
+    words = line.split()
+    if not words:
+        return "its #! line names no interpreter"
+    interpreter = words[0]
+    if not os.access(interpreter, os.X_OK):
+        return f"interpreter {interpreter} (its #! line) not found"
+    if os.path.basename(interpreter) == "env":
+        program = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), None)
+        search = (os.environ if env is None else env).get("PATH", os.defpath)
+        if program is not None and shutil.which(program, path=search) is None:
+            return f"interpreter {program!r} (its #!{line} line) not found on PATH"
+    return None
+
+
 Answer = tuple[Event, tuple[str, ...]]
 
 
@@ -423,8 +453,10 @@ def discover(
         )
 
     def skip(cand: Candidate, exc: ValueError) -> DiscoveredHook:
-        log.warning("hook %s skipped: %s", cand.name, exc)
-        return DiscoveredHook.not_run(cand, str(exc))
+        # A failed query is where a missing interpreter shows: say which one.
+        why = missing_interpreter(cand.file, env) or str(exc)
+        log.warning("hook %s skipped: %s", cand.name, why)
+        return DiscoveredHook.not_run(cand, why)
 
     def one(cand: Candidate) -> DiscoveredHook:
         try:
@@ -509,6 +541,9 @@ def inspect(
         else:
             cached = "event from the discovery cache" if answer else "event unknown"
             status, reason = Status.SKIPPED, f"not run: {why}; trusted, {cached}"
+        missing = None if untrusted or status is Status.DISABLED else missing_interpreter(cand.file)
+        if missing:
+            reason += f"; {missing}"
         looked.append(
             DiscoveredHook(
                 candidate=cand,

@@ -1,5 +1,9 @@
 """``kodelet hooks new``: an executable hook that runs as written, in Python or bash.
 
+It starts with a ``#!/usr/bin/env`` line and a Python one imports only the standard
+library: ``.kodelet/hooks`` is shared with a team, and a path into this machine's
+venv would not exist on a teammate's checkout, where the guard would then not run.
+
 The file is created executable and in a directory kodelet trusts (not group- or
 world-writable), because a hook that discovery skips is the first thing a new
 author would otherwise trip on.
@@ -11,7 +15,6 @@ import json
 import os
 import re
 import shlex
-import sys
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -73,9 +76,7 @@ def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
     if os.path.lexists(target) or os.path.lexists(f"{target}{DISABLE_SUFFIX}"):
         raise HookExists(f"{target} already exists; not overwritten")
     text = Template(resources.files(__package__).joinpath(LANGS[lang]).read_text("utf-8"))
-    body = text.substitute(
-        python=sys.executable, name=name, event=event.value, try_=try_command(event)
-    )
+    body = text.substitute(name=name, event=event.value, try_=try_command(event))
     _make_dirs(directory)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
