@@ -97,3 +97,34 @@ def test_hooks_list_names_an_interpreter_that_cannot_be_found(project: Path) -> 
         "kodelet: warning: hook venv-guard skipped: interpreter /home/someone-else/venv/bin/python"
         in ran.stderr
     )
+
+
+# -- a hook that only adds context has its own outcome word -------------------------
+
+REMINDER = """#!/bin/sh
+case "$1" in hook) echo after_tool_call; exit 0;; esac
+cat >/dev/null
+echo '{"additional_context": ["run the formatter before committing"]}'
+"""
+
+
+def test_a_hook_that_only_adds_context_is_a_context_outcome_everywhere(project: Path) -> None:
+    write_hook(project / ".kodelet" / "hooks", "fmt-reminder", REMINDER)
+    payload = '{"tool_name": "bash", "tool_output": {"toolName": "bash", "success": true}}'
+    ran = kodelet(project, "hooks", "run", "after_tool_call", "-p", "-", "--trace", stdin=payload)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"additional_context": ["run the formatter before committing"]}
+    [trace] = [json.loads(ln) for ln in ran.stderr.splitlines()]
+    assert (trace["outcome"], trace["detail"]) == ("context", "run the formatter before committing")
+
+    report = kodelet(project, "replay", "--my-hooks", "--only-acted", "--json")
+    assert report.returncode == 0, report.stderr
+    data = json.loads(report.stdout)
+    mine = [h for s in data["timeline"] for h in s["hooks"] if h["name"] == "fmt-reminder"]
+    assert mine and {h["outcome"] for h in mine} == {"context"}
+    assert data["summary"]["outcomes"]["context"] == len(mine)
+    assert data["summary"]["outcomes"]["no-action"] > 0  # the other hooks, left out above
+
+    table = kodelet(project, "replay", "--my-hooks", "--only-acted")
+    rows = [ln.split() for ln in table.stdout.splitlines() if " fmt-reminder " in ln]
+    assert len(rows) == len(mine) and all(r[3] == "context" for r in rows), rows[:3]

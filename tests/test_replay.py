@@ -174,6 +174,7 @@ def test_every_outcome_appears_and_the_counts_add_up(hooked: Path) -> None:
         "blocked": 2,
         "modified": 2,
         "action": 2,
+        "context": 0,
         "error": 3,
     }
     expected = {

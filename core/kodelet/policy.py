@@ -112,9 +112,15 @@ class Reducer:
 
     def add(self, name: str, result: Any) -> tuple[Outcome, str | None]:
         """Fold one hook's converted answer in; returns its outcome and a detail.
-        Its ``additional_context`` is kept whatever else the answer did."""
+        Its ``additional_context`` is kept whatever else the answer did; an answer
+        that did nothing else is a ``context`` outcome, not ``no-action``."""
         self._gather(result)
-        return self._fold(name, result)
+        outcome, detail = self._fold(name, result)
+        if outcome is Outcome.NO_ACTION:
+            more = getattr(result, "additional_context", None)
+            if more:
+                return Outcome.CONTEXT, _context_detail(more)
+        return outcome, detail
 
     def _fold(self, name: str, result: Any) -> tuple[Outcome, str | None]:
         """The event's own merge rule for one answer (``_gather`` already ran)."""
@@ -125,6 +131,14 @@ class Reducer:
 
     def merged(self) -> Any:
         raise NotImplementedError
+
+
+def _context_detail(texts: list[str]) -> str:
+    """What a ``context`` outcome shows: the start of the first text, and how many more."""
+    first = next(iter(str(texts[0]).strip().splitlines()), "")
+    if len(first) > 80:
+        first = first[:79] + "…"
+    return first + (f" (+{len(texts) - 1} more)" if len(texts) > 1 else "")
 
 
 class _Blocking(Reducer):

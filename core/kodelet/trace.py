@@ -18,6 +18,8 @@ class Outcome(StrEnum):
     BLOCKED = "blocked"
     MODIFIED = "modified"
     ACTION = "action"
+    # Only additional_context: text for the model's next call, nothing else changed.
+    CONTEXT = "context"
     ERROR = "error"
 
 

@@ -77,7 +77,7 @@ class HookStats:
     def add(self, record: TraceRecord) -> None:
         self.seen += 1
         outcome = record.outcome
-        if outcome in (Outcome.BLOCKED, Outcome.MODIFIED, Outcome.ACTION):
+        if outcome in (Outcome.BLOCKED, Outcome.MODIFIED, Outcome.ACTION, Outcome.CONTEXT):
             self.acted += 1
         self.blocked += outcome is Outcome.BLOCKED
         self.rewrote += outcome is Outcome.MODIFIED

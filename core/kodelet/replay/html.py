@@ -24,7 +24,7 @@ table{border-collapse:collapse;margin:.5em 0}
 th,td{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .blocked{color:#b00020;font-weight:600}.rewritten,.modified{color:#8a6d00}
-.error,.failed{color:#8e24aa}.action{color:#00796b}.dim,.no-action{color:#888}
+.error,.failed{color:#8e24aa}.action{color:#00796b}.context{color:#2e7d32}.dim,.no-action{color:#888}
 .note{color:#1565c0}code{font-size:.95em}
 details{margin:.3em 0}summary{cursor:pointer}
 svg text{font:12px system-ui,sans-serif}

@@ -25,6 +25,7 @@ OUTCOME_STYLES = {
     Outcome.BLOCKED.value: "bold red",
     Outcome.MODIFIED.value: "yellow",
     Outcome.ACTION.value: "cyan",
+    Outcome.CONTEXT.value: "green",
     Outcome.ERROR.value: "bold magenta",
 }
 
