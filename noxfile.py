@@ -1,4 +1,4 @@
-"""Sessions: tests, lint, typecheck, examples, bench, soak, demo (all on Python 3.11)."""
+"""Sessions: tests, lint, typecheck, e2e, examples, bench, soak, demo (all on Python 3.11)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ PY = "3.11"
 @nox.session(python=PY)
 def tests(session: nox.Session) -> None:
     session.install("-e", ".[test,claude-agent-sdk]")
-    session.run("pytest", "-m", "not soak", *session.posargs)
+    session.run("pytest", "-m", "not soak and not e2e", *session.posargs)
+
+
+@nox.session(python=PY)
+def e2e(session: nox.Session) -> None:
+    """The real agent CLIs, pinned, from the npm registry (cached in ~/.cache/kodelet-e2e),
+    driven by stand-in model APIs; fails, never skips, when one cannot be installed."""
+    session.install("-e", ".[test,claude-agent-sdk]")
+    session.install("--no-deps", "plugins/examples/guardrail")
+    session.run("pytest", "-m", "e2e", "-p", "no:cacheprovider", "tests/e2e", *session.posargs)
 
 
 @nox.session(python=PY)

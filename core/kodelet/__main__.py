@@ -1,3 +1,3 @@
-from kodelet.cli.app import main
+from kodelet.cli.entry import main
 
 main()

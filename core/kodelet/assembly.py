@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -48,7 +48,7 @@ def load_runtime(
     builtins: bool = True,
     executables: bool = True,
     persistent: bool = True,
-    claude: bool = True,
+    claude: bool | Literal["plugins"] = True,
     transcript_path: str = "",
     plugins: Iterable[Any] = (),
     disabled: Iterable[str] = (),
@@ -63,7 +63,9 @@ def load_runtime(
     which is what plugin authors' tests want. ``persistent=False`` runs every
     executable per call, even one that offers ``serve`` (for comparisons).
     ``no_hooks`` (or ``KODELET_NO_HOOKS=1``) keeps only the built-ins. ``claude=False``
-    (or ``[claude] hooks = false``) leaves Claude Code's hooks out; ``transcript_path``
+    (or ``[claude] hooks = false``) leaves Claude Code's hooks out; ``claude="plugins"``
+    keeps only those of plugin repositories (inside Claude Code, which runs its own
+    settings files' hooks itself); ``transcript_path``
     is what they see as theirs. ``config`` replaces the config files and environment;
     ``timeout`` and ``no_hooks`` are the CLI flags on top of them."""
     env = dict(os.environ if env is None else env)
@@ -92,6 +94,8 @@ def load_runtime(
         from .adapters.claude_settings import load_hooks
 
         specs = load_hooks(places, env)
+        if claude == "plugins":
+            specs = [s for s in specs if s.scope.startswith("plugin:")]
         if specs:
             from .adapters.claude_code import ClaudeCodeAdapter
 

@@ -54,6 +54,9 @@ class Config:
     no_hooks: bool = False
     claude_hooks: bool = True
     """``[claude] hooks``: run Claude Code's hooks from its settings files and plugins."""
+    claude_on_failure: str = "block"
+    """``[claude] on_failure``: what a bridge answers when kodelet itself cannot
+    ("block", the default, or "allow")."""
     sources: Mapping[str, str] = attrs.field(factory=dict)
 
     def hook(self, name: str) -> HookSettings:
@@ -87,6 +90,7 @@ class Config:
             "plugins.disabled": list(self.disabled_plugins),
             "no_hooks": self.no_hooks,
             "claude.hooks": self.claude_hooks,
+            "claude.on_failure": self.claude_on_failure,
         }
         for name, hs in self.hooks.items():
             for key in ("timeout", "fail_closed", "enabled"):
@@ -185,6 +189,34 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+ON_FAILURE = ("block", "allow")
+
+
+def on_failure_value(value: Any, where: str) -> str:
+    if value not in ON_FAILURE:
+        raise ConfigError(f'{where}: expected "block" or "allow", got {value!r}')
+    return str(value)
+
+
+def on_failure(places: Places) -> str:
+    """``[claude] on_failure`` read on its own, for when the whole configuration cannot
+    be (a typo elsewhere): "allow" only where a file that parses says so plainly;
+    a file that cannot be read keeps the fail-closed default."""
+    answer = "block"
+    for _, path in places.config_files():
+        try:
+            data = tomllib.loads(jsonio.read_file(path, "config").decode("utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, jsonio.FileError):
+            return "block"
+        table = data.get("claude")
+        value = table.get("on_failure") if isinstance(table, dict) else None
+        if value in ON_FAILURE:
+            answer = str(value)
+    return answer
+
+
 def _flatten(path: Path, data: dict[str, Any]) -> dict[_Key, Any]:
     """Validate one file and flatten it to keys so files merge key by key."""
     flat: dict[_Key, Any] = {}
@@ -198,8 +230,13 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[_Key, Any]:
             raise ConfigError(f"{where}: expected a table")
         if top == "claude":
             for key, value in table.items():
+                if key == "on_failure":
+                    flat[("claude", key)] = on_failure_value(value, f"{path}: claude.on_failure")
+                    continue
                 if key != "hooks":
-                    raise ConfigError(f"{path}: unknown key 'claude.{key}' (known: hooks)")
+                    raise ConfigError(
+                        f"{path}: unknown key 'claude.{key}' (known: hooks, on_failure)"
+                    )
                 flat[("claude", "hooks")] = _bool(value, f"{path}: claude.hooks")
         elif top == "plugins":
             for key, value in table.items():
@@ -292,5 +329,6 @@ def load_config(
         plugin_tables=tables,
         no_hooks=values.get(("no_hooks",), False),
         claude_hooks=values.get(("claude", "hooks"), True),
+        claude_on_failure=values.get(("claude", "on_failure"), "block"),
         sources=sources,
     )

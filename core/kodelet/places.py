@@ -81,6 +81,32 @@ def hook_file(root: Path, name: str) -> Path:
     return hooks_dir(root) / name
 
 
+def find_project(
+    cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Path:
+    """The project a working directory belongs to, found the way git finds its root.
+
+    An agent's shell wanders (``cd src``); its guards must not stay behind. The
+    nearest directory at or above ``cwd`` holding ``.kodelet/`` or ``.git`` is the
+    project; the global root's own ``.kodelet`` (``~/.kodelet``) does not count.
+    ``CLAUDE_PROJECT_DIR`` in ``env`` (Claude Code sets it for every hook) wins when
+    it names a directory. With neither, ``cwd`` itself."""
+    env = os.environ if env is None else env
+    pinned = env.get("CLAUDE_PROJECT_DIR")
+    if pinned and os.path.isabs(pinned) and os.path.isdir(pinned):
+        return Path(pinned)
+    start = Path(cwd or os.getcwd()).absolute()
+    home = env.get("KODELET_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".kodelet")
+    global_root = os.path.abspath(home)
+    for directory in (start, *start.parents):
+        if os.path.lexists(directory / ".git"):
+            return directory
+        local = directory / ".kodelet"
+        if os.path.isdir(local) and os.path.abspath(local) != global_root:
+            return directory
+    return start
+
+
 @attrs.frozen
 class Places:
     cwd: Path

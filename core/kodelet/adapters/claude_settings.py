@@ -19,6 +19,7 @@ import attrs
 
 from .. import jsonio
 from ..claude.events import HookEvent
+from ..claude.installed import is_own
 from ..claude.matchers import Matcher, MatcherError
 from ..config import check_timeout
 from ..places import Places, installed_plugins
@@ -176,6 +177,8 @@ def read_hooks(spec: SettingsFile) -> Iterator[ClaudeHookSpec]:
                 yield _problem(spec, prefix, f"{where}.matcher: {exc}", event)
                 continue
             for j, raw in enumerate(entry["hooks"]):
+                if is_own(raw):  # kodelet's own bridge: Claude Code runs it, never kodelet
+                    continue
                 yield _command(spec, f"{prefix}:{j}", event, f"{where}.hooks[{j}]", raw, matcher)
 
 

@@ -1,11 +1,16 @@
 """kodelet behind Claude Code's command hooks: ``kodelet claude hook``.
 
 Claude Code runs a command for each hook event with one JSON object on stdin and
-acts on the JSON the command prints. This module turns that input into a kodelet
-payload, dispatches it through the full runtime (:func:`kodelet.assembly.load_runtime`)
-and turns the merged result back into Claude Code's output. It is on the agent's
-hot path (one process per tool call), so it imports no CLI framework; the CLI's
-``main`` hands ``claude hook`` straight to :func:`main` here.
+acts on the JSON the command prints. This module reads that input through the
+Claude dialect's translator (:func:`kodelet.claude.mapping.kodelet_payload`),
+dispatches the payload through the project's runtime and answers through the
+translator the other way (:func:`kodelet.claude.mapping.claude_answer`).
+
+It never fails open. When kodelet itself cannot answer (a config typo, a plugin
+that does not import, an input over kodelet's bounds), a tool call or prompt is
+blocked with a reason that names the problem and the fix, and other events show
+the problem to the user; ``[claude] on_failure = "allow"`` opts out. It is on the
+agent's hot path, so it imports no CLI framework (:mod:`kodelet.cli.entry`).
 """
 
 from __future__ import annotations
@@ -16,171 +21,158 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
-from ..claude.mapping import EVENT_MAP, to_claude_tool, to_kodelet_tool
+import attrs
+
+from ..claude.events import HookEvent
+from ..claude.mapping import EVENT_MAP, claude_answer, kodelet_payload, to_kodelet_event
+from ..errors import KodeletError
 from ..events import Event
-from ..payloads import BasePayload
 
 __all__ = [
+    "EVENTS",
+    "Call",
     "HookInputError",
-    "answer",
+    "failure_answer",
     "main",
-    "prepare",
-    "respond",
+    "read_call",
     "run_hook",
-    "to_claude_tool",
-    "to_kodelet_tool",
 ]
 
 # Claude Code event -> (kodelet event, invoked_by), from the one mapping table.
 EVENTS: dict[str, tuple[Event, str]] = {
     m.claude.value: (m.kodelet, m.invoked_by) for m in EVENT_MAP
 }
+BLOCKING = (HookEvent.PRE_TOOL_USE.value, HookEvent.USER_PROMPT_SUBMIT.value)
+INPUT_CAP = 64 * 1024 * 1024
 
 
-class HookInputError(ValueError):
+class HookInputError(KodeletError, ValueError):
     """Claude Code's input is not a hook input this bridge can read."""
 
 
-def _field(data: Mapping[str, Any], key: str, kind: type, default: Any = None) -> Any:
-    value = data.get(key, default)
-    if (value is None or value == "") and default is None:
-        raise HookInputError(f"hook input has no {key!r}")
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise HookInputError(f"hook input field {key!r} must be {kind.__name__}")
-    return value
+@attrs.frozen
+class Call:
+    """One hook input, read: Claude's view, kodelet's payload, and the project it is in."""
+
+    hook_input: Any
+    payload: Any
+    project: Path
 
 
-def payload_fields(data: Mapping[str, Any]) -> tuple[Event, dict[str, Any]] | None:
-    """The kodelet event and payload fields for a Claude hook input; None when kodelet
-    has no such event. :class:`HookInputError` names a missing or mistyped field."""
-    name = _field(data, "hook_event_name", str)
-    mapped = EVENTS.get(name)
-    if mapped is None:
+def _check_text(data: Any) -> None:
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise HookInputError(
+            "hook input holds text that is not valid Unicode (a lone surrogate)"
+        ) from None
+
+
+def read_call(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Call | None:
+    """The call for a Claude hook input; None when kodelet has no such event. Raises
+    :class:`KodeletError` (with the field named) for an input kodelet cannot take."""
+    from ..bounds import check_bounds
+    from ..claude.types import HookDataError, input_from_wire
+    from ..places import find_project
+
+    name = data.get("hook_event_name")
+    if not isinstance(name, str) or not name:
+        raise HookInputError("hook input has no 'hook_event_name'")
+    try:
+        event = HookEvent(name)
+    except ValueError:
         return None
-    event, invoked_by = mapped
-    fields: dict[str, Any] = {
-        "conv_id": _field(data, "session_id", str, ""),
-        "cwd": _field(data, "cwd", str),
-        "invoked_by": invoked_by,
-    }
-    if event in (Event.BEFORE_TOOL_CALL, Event.AFTER_TOOL_CALL):
-        tool, tool_input = to_kodelet_tool(
-            _field(data, "tool_name", str), _field(data, "tool_input", dict, {})
-        )
-        fields.update(
-            tool_name=tool, tool_input=tool_input, tool_user_id=_field(data, "tool_use_id", str, "")
-        )
-        if event is Event.AFTER_TOOL_CALL:
-            failed = name == "PostToolUseFailure"
-            response = data.get("tool_response")
-            output: dict[str, Any] = {"toolName": tool, "success": not failed}
-            if failed:
-                output["error"] = _field(data, "error", str, "tool failed")
-            if isinstance(response, dict):
-                output["metadata"] = response
-            fields["tool_output"] = output
-    elif event is Event.USER_MESSAGE_SEND:
-        fields["message"] = _field(data, "prompt", str)
-    return event, fields
-
-
-def answer(name: str, result: Any, *, stop_hook_active: bool = False) -> dict[str, Any] | None:
-    """Claude Code's hook output for kodelet's merged ``result``; None is "no action"."""
-    extra = getattr(result, "additional_context", None) or ""
-    context = extra if isinstance(extra, str) else "\n".join(extra)
-    specific: dict[str, Any] = {"hookEventName": name}
-    out: dict[str, Any] = {}
-    if name == "PreToolUse":
-        if result.blocked:
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = result.reason or "blocked by a kodelet hook"
-        elif result.input is not None:
-            specific["permissionDecision"] = "allow"
-            specific["updatedInput"] = result.input
-    elif name == "UserPromptSubmit":
-        if result.blocked:
-            out = {"decision": "block", "reason": result.reason or "blocked by a kodelet hook"}
-    elif name in ("PostToolUse", "PostToolUseFailure"):
-        # Claude Code cannot replace a built-in tool's result: the rewrite reaches
-        # the model as context next to the original (docs/DECISIONS.md).
-        if result.output is not None:
-            rewritten = _output_text(result.output)
-            context = f"{context}\n\n{rewritten}" if context else rewritten
-    elif name in ("Stop", "SubagentStop"):
-        messages = [m for m in (result.follow_up_messages or []) if m]
-        # One follow-up round per stop: Claude Code says stop_hook_active when it is
-        # already continuing because of a Stop hook, and answering "block" again
-        # could keep the agent running forever.
-        if messages and not stop_hook_active:
-            out = {"decision": "block", "reason": "\n\n".join(messages)}
-    if context:
-        specific["additionalContext"] = context
-    if len(specific) > 1:
-        out["hookSpecificOutput"] = specific
-    return out or None
-
-
-def _output_text(output: Any) -> str:
-    from ..wire import converter
-
-    data = converter.unstructure(output)
-    return "kodelet hooks rewrote this tool result: " + json.dumps(data, ensure_ascii=False)
-
-
-def prepare(data: Mapping[str, Any]) -> tuple[str, BasePayload, dict[str, Any]] | None:
-    """(Claude event name, kodelet payload, payload fields) for a Claude hook input;
-    None when kodelet has no such event."""
-    fields = payload_fields(data)
-    if fields is None:
+    if to_kodelet_event(event) is None:
         return None
-    event, values = fields
-    from ..wire import build_payload
-
-    return str(data["hook_event_name"]), build_payload(event, values), values
-
-
-def respond(
-    data: Mapping[str, Any], values: Mapping[str, Any], result: Any
-) -> dict[str, Any] | None:
-    """Claude Code's output for a merged kodelet result, tool input back in Claude's keys."""
-    name = str(data["hook_event_name"])
-    if name == "PreToolUse" and getattr(result, "input", None) is not None:
-        _, back = to_claude_tool(values["tool_name"], result.input)
-        result = _with_input(result, back)
-    return answer(name, result, stop_hook_active=data.get("stop_hook_active") is True)
+    try:
+        check_bounds(data, "hook input")
+    except ValueError as exc:
+        raise HookInputError(str(exc)) from None
+    _check_text(data)
+    try:
+        hook_input = input_from_wire(event, dict(data))
+    except HookDataError as exc:
+        raise HookInputError(str(exc)) from None
+    payload = kodelet_payload(hook_input)
+    project = find_project(hook_input.cwd or None, os.environ if env is None else env)
+    return Call(hook_input, payload, project)
 
 
 def run_hook(
-    data: Mapping[str, Any], *, trace: IO[str] | None = None, no_hooks: bool | None = None
+    data: Mapping[str, Any],
+    *,
+    trace: IO[str] | None = None,
+    no_hooks: bool | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """Dispatch one Claude hook input through the runtime for its ``cwd``; the output or None."""
-    prepared = prepare(data)
-    if prepared is None:
+    """Dispatch one Claude hook input through its project's runtime; the answer or None."""
+    call = read_call(data, env)
+    if call is None:
         return None
-    _, payload, values = prepared
     from ..assembly import hooks_die_with_host, load_runtime
 
     # Claude Code reads stdout as the answer (and, for some events, as text for
-    # the model): a plugin's stray print must not end up there.
+    # the model): a plugin's stray print must not end up there. Claude Code runs
+    # the settings files' hooks itself; kodelet adds the plugin repositories'.
     with (
         contextlib.redirect_stdout(sys.stderr),
-        load_runtime(cwd=values["cwd"], no_hooks=no_hooks, claude=False) as runtime,
+        load_runtime(
+            cwd=call.project,
+            no_hooks=no_hooks,
+            env=env,
+            claude="plugins",
+            transcript_path=call.hook_input.transcript_path,
+        ) as runtime,
         hooks_die_with_host(runtime),
     ):
-        dispatch = runtime.dispatch(payload)
+        dispatch = runtime.dispatch(call.payload)
     if trace is not None:
         for rec in dispatch.trace:
             trace.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
         trace.flush()
-    return respond(data, values, dispatch.result)
+    return claude_answer(call.hook_input, dispatch.result)
 
 
-def _with_input(result: Any, tool_input: dict[str, Any]) -> Any:
-    import attrs
+FIX = (
+    'fix it (`kodelet claude status` shows the state), or set [claude] on_failure = "allow"'
+    " in .kodelet/config.toml to let calls through while kodelet cannot answer"
+)
 
-    return attrs.evolve(result, input=tool_input)
+
+def on_failure(data: Mapping[str, Any] | None, env: Mapping[str, str] | None = None) -> str:
+    """``[claude] on_failure`` of the input's project: "block" unless plainly "allow"."""
+    try:
+        from ..config import on_failure as configured
+        from ..places import Places, find_project
+
+        env = os.environ if env is None else env
+        cwd = data.get("cwd") if isinstance(data, Mapping) else None
+        project = find_project(cwd if isinstance(cwd, str) and cwd else None, env)
+        return configured(Places.resolve(project, None, env))
+    except Exception:  # whatever stops us reading it, the safe answer stands
+        return "block"
+
+
+def failure_answer(name: Any, problem: str) -> tuple[dict[str, Any] | None, int]:
+    """(stdout document, exit code) for a call kodelet could not answer: a block on the
+    events that can block, the problem shown to the user on the others."""
+    if name == HookEvent.PRE_TOOL_USE.value:
+        reason = f"kodelet could not check this tool call, so it is blocked: {problem}; {FIX}"
+        specific = {
+            "hookEventName": name,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+        return {"hookSpecificOutput": specific}, 0
+    if name == HookEvent.USER_PROMPT_SUBMIT.value:
+        reason = f"kodelet could not check this prompt, so it is blocked: {problem}; {FIX}"
+        return {"decision": "block", "reason": reason}, 0
+    if isinstance(name, str) and name:
+        return {"systemMessage": f"kodelet could not run its {name} hooks: {problem}"}, 0
+    return None, 2  # no event known: exit 2 blocks where Claude Code can, shows stderr elsewhere
 
 
 def _setup_logging() -> None:
@@ -193,7 +185,8 @@ USAGE = "kodelet claude hook [--trace] [--trace-file PATH] [--no-hooks]"
 HELP = f"""Usage: {USAGE}
 
   The command Claude Code runs: one hook input on stdin, kodelet's answer on
-  stdout in Claude Code's hook output format (docs/CLAUDE.md).
+  stdout in Claude Code's hook output format (docs/CLAUDE.md). When kodelet
+  cannot answer, a tool call or prompt is blocked with the reason.
 
 Options:
   --trace            One JSON line per hook called, on stderr.
@@ -203,12 +196,32 @@ Options:
 """
 
 
+def _read_input() -> dict[str, Any]:
+    raw = sys.stdin.buffer.read(INPUT_CAP + 1)
+    if len(raw) > INPUT_CAP:
+        raise HookInputError(f"hook input is over {INPUT_CAP // (1024 * 1024)} MiB")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HookInputError(f"hook input on stdin is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise HookInputError(f"hook input must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KodeletError | OSError):
+        return str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``kodelet claude hook``: stdin in, Claude Code's JSON out, exit 0; 1 on a bad input
-    (a non-blocking error for Claude Code). Never raises a traceback at the agent."""
+    """``kodelet claude hook``: stdin in, Claude Code's JSON out. Never a traceback at the
+    agent, and never a silent "go ahead" when kodelet itself failed."""
     args = list(sys.argv[3:] if argv is None else argv)
     trace: IO[str] | None = None
     no_hooks: bool | None = None
+    data: dict[str, Any] | None = None
     try:
         while args:
             arg = args.pop(0)
@@ -224,19 +237,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 raise HookInputError(f"unknown option {arg!r} (usage: {USAGE})")
         _setup_logging()
-        try:
-            data = json.loads(sys.stdin.buffer.read())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise HookInputError(f"hook input on stdin is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise HookInputError(f"hook input must be a JSON object, not {type(data).__name__}")
+        data = _read_input()
         out = run_hook(data, trace=trace, no_hooks=no_hooks)
-    except (HookInputError, ValueError, OSError) as exc:
-        sys.stderr.write(f"kodelet: error: {exc}\n")
-        return 1
-    except Exception as exc:  # a kodelet failure: never blocks the agent
-        sys.stderr.write(f"kodelet: error: {type(exc).__name__}: {exc}\n")
-        return 1
+    except Exception as exc:
+        problem = _describe(exc)
+        sys.stderr.write(f"kodelet: error: {problem}\n")
+        if on_failure(data) == "allow":
+            return 1  # a non-blocking error for Claude Code: the opt-out
+        name = data.get("hook_event_name") if data is not None else None
+        out, code = failure_answer(name, problem)
+        if out is None:
+            return code
     finally:
         if trace is not None and trace is not sys.stderr:
             trace.close()

@@ -27,6 +27,7 @@ from ..payloads import (
     BasePayload,
     BeforeToolCallPayload,
     InvokedBy,
+    Message,
     StructuredToolResult,
     UserMessageSendPayload,
 )
@@ -109,9 +110,13 @@ TOOLS: tuple[ToolMapping, ...] = (
     ToolMapping("WebFetch", "web_fetch"),
     ToolMapping("TodoWrite", "todo_write"),
     ToolMapping("Task", "subagent", (("prompt", "question"),)),
+    # Claude Code 2.1.x names its subagent tool Agent; Task is the older name.
+    ToolMapping("Agent", "subagent", (("prompt", "question"),)),
 )
 
 TOOL_NAMES: dict[str, str] = {m.claude: m.kodelet for m in TOOLS}
+_BY_KODELET: dict[str, ToolMapping] = {m.kodelet: m for m in reversed(TOOLS)}
+"""kodelet tool name -> its mapping; where two Claude names share one, the first (Task)."""
 """Claude tool name -> kodelet tool name."""
 
 
@@ -153,28 +158,13 @@ def to_kodelet_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[st
 
 def to_claude_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A kodelet tool call as Claude Code's hooks see it; unknown tools pass unchanged."""
-    m = next((t for t in TOOLS if t.kodelet == name), None)
+    m = _BY_KODELET.get(name)
     if m is None:
         return name, dict(tool_input)
     return m.claude, _translate(m, tool_input, to_kodelet=False)
 
 
 # --- payload fields -------------------------------------------------------
-
-FIELDS: tuple[tuple[str, str], ...] = (
-    ("session_id", "conv_id"),
-    ("cwd", "cwd"),
-    ("tool_name", "tool_name (translated by TOOLS)"),
-    ("tool_input", "tool_input (keys translated by TOOLS)"),
-    ("tool_use_id", "tool_user_id"),
-    ("tool_response", "tool_output (StructuredToolResult, success true)"),
-    ("error", "tool_output.error (success false)"),
-    ("prompt", "message"),
-    ("last_assistant_message", "content of the last assistant message in messages"),
-    ("hook_event_name SubagentStop", "invoked_by: subagent"),
-    ("transcript_path, permission_mode", "(none: given by the host)"),
-)
-"""Claude input field -> kodelet payload field, for the documentation and the converters."""
 
 
 def claude_input(
@@ -233,8 +223,26 @@ def _tool_output(hook_input: PostToolUseInput | PostToolUseFailureInput, name: s
     return StructuredToolResult(tool_name=name, success=True, metadata={"tool_response": response})
 
 
+def _stop_messages(hook_input: HookInput) -> list[Message]:
+    """The conversation's recent turns from the transcript, or the last thing said."""
+    from .transcript import recent_messages
+
+    path = hook_input.transcript_path
+    agent_path = getattr(hook_input, "agent_transcript_path", "")
+    messages = recent_messages(agent_path or path)
+    last = getattr(hook_input, "last_assistant_message", None)
+    if isinstance(last, str) and last and not (messages and messages[-1].content == last):
+        messages.append(Message(role="assistant", content=last))
+    return messages
+
+
 def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
-    """The kodelet payload for a Claude hook input; None for events kodelet lacks."""
+    """The kodelet payload for a Claude hook input; None for events kodelet lacks.
+
+    The one translator from Claude Code to kodelet: the bridge, the settings adapter
+    and the Agent SDK integration all build payloads here. A tool call made inside a
+    subagent (Claude Code adds ``agent_id``) is ``invoked_by: subagent``; a stop gets
+    the conversation's recent turns from the transcript."""
     from .types import (
         PostToolUseFailureInput,
         PostToolUseInput,
@@ -251,6 +259,8 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
         "invoked_by": mapping.invoked_by,
     }
     if isinstance(hook_input, PreToolUseInput | PostToolUseInput | PostToolUseFailureInput):
+        if hook_input.agent_id:
+            base["invoked_by"] = "subagent"
         name, tool_input = to_kodelet_tool(hook_input.tool_name, hook_input.tool_input)
         tool = {**base, "tool_name": name, "tool_input": tool_input}
         if isinstance(hook_input, PreToolUseInput):
@@ -262,7 +272,7 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
         )
     if isinstance(hook_input, UserPromptSubmitInput):
         return UserMessageSendPayload(**base, message=hook_input.prompt)
-    return AgentStopPayload(**base)
+    return AgentStopPayload(**base, messages=_stop_messages(hook_input))
 
 
 # --- answers --------------------------------------------------------------
@@ -313,3 +323,90 @@ def to_kodelet_result(
     if context:
         out["additional_context"] = context
     return out or None
+
+
+# --- kodelet results as Claude Code's answers --------------------------------
+
+BLOCKED = "blocked by a kodelet hook"
+REWRITTEN = "kodelet hooks rewrote this tool result: "
+
+
+def _context(result: Any) -> str:
+    extra = getattr(result, "additional_context", None) or ""
+    return extra if isinstance(extra, str) else "\n".join(extra)
+
+
+def _updated_output(hook_input: PostToolUseInput, output: Any) -> tuple[str, Any] | None:
+    """(the answer's key, value) that replaces the tool's result with a hook's rewrite;
+    None when the rewrite does not say what the tool returned (see _tool_output)."""
+    metadata = getattr(output, "metadata", None)
+    if not isinstance(metadata, dict) or "tool_response" not in metadata:
+        return None
+    new = metadata["tool_response"]
+    old = hook_input.tool_response
+    if isinstance(new, dict) and isinstance(old, dict):
+        # Claude Code checks a built-in tool's replacement against the tool's own
+        # output shape and silently keeps the original when keys are missing.
+        new = {**old, **new}
+    mcp = hook_input.tool_name.startswith("mcp__")
+    return ("updatedMCPToolOutput" if mcp else "updatedToolOutput"), new
+
+
+def claude_answer(hook_input: HookInput, result: Any) -> dict[str, Any] | None:
+    """Claude Code's hook output for kodelet's merged ``result``; None is "no action".
+
+    The one translator from kodelet to Claude Code (bridge and Agent SDK). What each
+    field does in the pinned Claude Code is in docs/CLAUDE.md: a rewrite carries no
+    permission decision (Claude Code still asks its own rules), a rewritten tool
+    output replaces the result, and a stop's context is dropped (Claude Code would
+    start another turn for it); only follow-ups continue, once per stop."""
+    from .types import PostToolUseInput, PreToolUseInput
+
+    name = hook_input.event.value
+    context = _context(result)
+    specific: dict[str, Any] = {"hookEventName": name}
+    out: dict[str, Any] = {}
+    if isinstance(hook_input, PreToolUseInput):
+        if result.blocked:
+            specific["permissionDecision"] = "deny"
+            specific["permissionDecisionReason"] = result.reason or BLOCKED
+        else:
+            if getattr(result, "ask", False):
+                specific["permissionDecision"] = "ask"
+                specific["permissionDecisionReason"] = result.reason or "a kodelet hook asks"
+            if result.input is not None:
+                kodelet_name = to_kodelet_tool(hook_input.tool_name, {})[0]
+                specific["updatedInput"] = to_claude_tool(kodelet_name, result.input)[1]
+    elif name == HookEvent.USER_PROMPT_SUBMIT.value:
+        if result.blocked:
+            out = {"decision": "block", "reason": result.reason or BLOCKED}
+    elif name in (HookEvent.POST_TOOL_USE.value, HookEvent.POST_TOOL_USE_FAILURE.value):
+        if result.output is not None:
+            updated = (
+                _updated_output(hook_input, result.output)
+                if isinstance(hook_input, PostToolUseInput)
+                else None
+            )
+            if updated is not None:
+                specific[updated[0]] = updated[1]
+            else:
+                rewritten = REWRITTEN + _wire_text(result.output)
+                context = f"{context}\n\n{rewritten}" if context else rewritten
+    elif name in (HookEvent.STOP.value, HookEvent.SUBAGENT_STOP.value):
+        context = ""
+        messages = [m for m in (result.follow_up_messages or []) if m]
+        # One follow-up round per stop: stop_hook_active says Claude Code is already
+        # continuing because of a Stop hook; blocking again could loop forever.
+        if messages and getattr(hook_input, "stop_hook_active", False) is not True:
+            out = {"decision": "block", "reason": "\n\n".join(messages)}
+    if context:
+        specific["additionalContext"] = context
+    if len(specific) > 1:
+        out["hookSpecificOutput"] = specific
+    return out or None
+
+
+def _wire_text(output: Any) -> str:
+    import json
+
+    return json.dumps(_wire.unstructure(output), ensure_ascii=False)

@@ -10,13 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if sys.argv[1:3] == ["claude", "hook"]:  # Claude Code's hot path: no CLI framework
-    from ..bridges.claude_code import main as _claude_hook
-
-    sys.exit(_claude_hook())
-
 import typer
 
+from ..places import find_project
 from . import claude_cmd, claude_run_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
 from .common import State, fail, setup_logging
 
@@ -66,7 +62,9 @@ def main_options(
     setup_logging()
     if cwd is not None and not cwd.is_dir():
         fail(f"--cwd {cwd}: not a directory", 2)
-    ctx.obj = State(cwd=(cwd or Path.cwd()).absolute(), no_hooks=no_hooks)
+    # The project is found as git finds its root, so a subfolder sees its project's hooks.
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    ctx.obj = State(cwd=find_project(cwd or Path.cwd(), env), no_hooks=no_hooks)
 
 
 app.add_typer(plugins_cmd.app, name="plugins")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import re
 import shlex
 import shutil
+import stat
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +21,9 @@ from typing import Any
 import typer
 
 from .. import jsonio
+from ..claude.installed import PROJECT_COMMAND, is_own, own_hook
+from ..config import ConfigError, load_config
+from ..places import Places
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
 app = typer.Typer(
@@ -29,7 +32,6 @@ app = typer.Typer(
 )
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-OURS = re.compile(r"kodelet['\"]?\s+claude\s+hook(\s+--?[\w-]+(\s+\S+)?)*\s*$")
 
 
 class Scope(StrEnum):
@@ -45,22 +47,30 @@ def settings_path(scope: Scope, cwd: Path) -> Path:
     return cwd / ".claude" / name
 
 
-def hook_command() -> str:
-    """The interpreter's own ``kodelet``, so a venv install works without the venv active."""
+def hook_command(scope: Scope = Scope.local) -> str:
+    """What the settings file of ``scope`` runs. The project file is shared with the
+    team, so it names ``kodelet`` as found on each teammate's PATH; the local and user
+    files are this machine's, so they name this interpreter's own ``kodelet`` and work
+    without the venv active."""
+    if scope is Scope.project:
+        return PROJECT_COMMAND
     exe = Path(sys.executable).absolute().parent / "kodelet"
     if exe.is_file() and os.access(exe, os.X_OK):
         return f"{shlex.quote(str(exe))} claude hook"
     return f"{shlex.quote(sys.executable)} -m kodelet claude hook"
 
 
-def is_ours(hook: Any) -> bool:
-    """A command hook calling ``kodelet claude hook``, whoever's interpreter it names."""
-    return (
-        isinstance(hook, dict)
-        and hook.get("type") == "command"
-        and isinstance(hook.get("command"), str)
-        and OURS.search(hook["command"].strip()) is not None
-    )
+def command_problem(command: str, cwd: Path) -> str | None:
+    """Why Claude Code could not start ``command`` here, or None."""
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return "not a command"
+    if os.sep in program:
+        found = program if os.access(program, os.X_OK) else None
+    else:
+        found = shutil.which(program)
+    return None if found else f"{program!r} cannot be found (exit 127: calls are blocked)"
 
 
 class SettingsError(Exception):
@@ -97,10 +107,10 @@ def without_ours(data: dict[str, Any]) -> dict[str, Any]:
         kept = []
         for group in groups:
             inner = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(inner, list) or not any(is_ours(h) for h in inner):
+            if not isinstance(inner, list) or not any(is_own(h) for h in inner):
                 kept.append(group)
                 continue
-            rest = [h for h in inner if not is_ours(h)]
+            rest = [h for h in inner if not is_own(h)]
             if rest:
                 kept.append({**group, "hooks": rest})
         if kept or not groups:
@@ -113,13 +123,13 @@ def without_ours(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_ours(data: dict[str, Any], command: str) -> dict[str, Any]:
+def with_ours(data: dict[str, Any], command: str, on_failure: str = "block") -> dict[str, Any]:
     out = without_ours(data)
     hooks = dict(out.get("hooks", {}))
     from ..bridges.claude_code import EVENTS
 
     for event in EVENTS:
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command}]}
+        group: dict[str, Any] = {"hooks": [own_hook(event, command, on_failure=on_failure)]}
         if event in TOOL_EVENTS:
             group = {"matcher": "*", **group}
         hooks[event] = [*hooks.get(event, []), group]
@@ -132,7 +142,7 @@ def installed_events(data: dict[str, Any]) -> list[str]:
         event
         for event, groups in data.get("hooks", {}).items()
         if any(
-            is_ours(h)
+            is_own(h)
             for g in groups
             if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for h in g["hooks"]
@@ -161,7 +171,9 @@ def write_settings(
         )
         return "".join(diff).rstrip("\n")
     if old is not None:
-        shutil.copy2(path, path.with_name(path.name + ".bak"))
+        # Written like the settings themselves: a link planted at the backup's name is
+        # replaced, never followed.
+        jsonio.write_atomically(path.with_name(path.name + ".bak"), old)
     jsonio.write_atomically(path, new)
     return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
 
@@ -172,16 +184,42 @@ SCOPE_HELP = (
 )
 
 
-def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> None:
-    path = settings_path(scope, state(ctx).cwd)
+def check_writable(path: Path) -> None:
+    """Refuse a settings file kodelet must not write: a link (its text would be copied
+    into the checkout, or written through it), a file or folder another user owns."""
+    for p in (path.parent, path):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise SettingsError(f"{p} is a symbolic link; kodelet writes no settings through one")
+        if st.st_uid != os.geteuid():
+            raise SettingsError(f"{p} is owned by uid {st.st_uid}, not by you; left unchanged")
+
+
+def configured_on_failure(cwd: Path) -> str:
     try:
+        return load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
+    except ConfigError as exc:
+        fail(str(exc), 2)
+
+
+def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> None:
+    cwd = state(ctx).cwd
+    path = settings_path(scope, cwd)
+    try:
+        check_writable(path)
         old, data = read_settings(path)
     except SettingsError as exc:
         fail(str(exc), 1)
     if not install and old is None:
         typer.echo(f"not installed: {path} does not exist")
         return
-    new = with_ours(data, hook_command()) if install else without_ours(data)
+    if install:
+        new = with_ours(data, hook_command(scope), configured_on_failure(cwd))
+    else:
+        new = without_ours(data)
     try:
         typer.echo(write_settings(path, old, data, new, dry_run))
     except OSError as exc:
@@ -208,42 +246,97 @@ def uninstall(
     _change(ctx, scope, dry_run, install=False)
 
 
+def _installed(data: dict[str, Any]) -> dict[str, Any]:
+    """What kodelet's entries in one settings file say: events, commands, onFailure."""
+    events, commands, guarded = [], set(), set()
+    for event, groups in data.get("hooks", {}).items():
+        for g in groups:
+            for h in g.get("hooks", []) if isinstance(g, dict) else []:
+                if is_own(h):
+                    events.append(event)
+                    commands.add(h["command"])
+                    if h.get("onFailure") == "block":
+                        guarded.add(event)
+    return {"events": events, "commands": sorted(commands), "blocks_on_failure": sorted(guarded)}
+
+
 @app.command("status")
 def status(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
-    """Where kodelet is installed in Claude Code and which kodelet hooks it would run."""
+    """Where kodelet is installed in Claude Code, what happens when it fails, and which
+    kodelet hooks run inside Claude Code."""
     cwd = state(ctx).cwd
     scopes: list[dict[str, Any]] = []
     for scope in Scope:
         path = settings_path(scope, cwd)
         try:
             _, data = read_settings(path)
-            entry: dict[str, Any] = {"events": installed_events(data), "error": None}
+            entry: dict[str, Any] = {**_installed(data), "error": None}
         except SettingsError as exc:
-            entry = {"events": [], "error": str(exc)}
+            entry = {"events": [], "commands": [], "blocks_on_failure": [], "error": str(exc)}
+        entry["command_problems"] = [
+            f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c, cwd))
+        ]
         scopes.append({"scope": scope.value, "path": str(path), **entry})
     from ..bridges.claude_code import EVENTS
     from ..listing import hook_rows
 
+    config_error = None
+    try:
+        on_failure = load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
+    except ConfigError as exc:
+        on_failure, config_error = "block", str(exc)
     wanted = {event.value for event, _ in EVENTS.values()}
-    with listing_quietly():
-        rt = make_runtime(ctx)
-        try:
-            rows = [r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"]
-        finally:
-            rt.close()
+    rows: list[dict[str, Any]] = []
+    if config_error is None:
+        with listing_quietly():
+            # Claude Code runs its settings files' hooks itself; kodelet runs these.
+            rt = make_runtime(ctx, claude="plugins")
+            try:
+                rows = [
+                    r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"
+                ]
+            finally:
+                rt.close()
     if as_json:
-        print_json({"scopes": scopes, "hooks": rows})
+        print_json(
+            {
+                "project": str(cwd),
+                "on_failure": on_failure,
+                "config_error": config_error,
+                "scopes": scopes,
+                "hooks": rows,
+            }
+        )
         return
-    lines = []
+    lines = [f"project: {cwd}"]
     for s in scopes:
         where = ", ".join(s["events"]) if s["events"] else "not installed"
         lines.append(f"{s['scope']:8} {s['path']}: {s['error'] or where}")
+        if s["events"]:
+            guarded = ", ".join(s["blocks_on_failure"]) or "none"
+            lines.append(f"{'':8}   command: {'; '.join(s['commands'])}")
+            lines.append(f"{'':8}   blocks when kodelet cannot run: {guarded}")
+        lines += [f"{'':8}   problem: {p}" for p in s["command_problems"]]
     lines.append("")
-    lines.append("kodelet hooks Claude Code would run:" + ("" if rows else " (none)"))
+    if on_failure == "allow":
+        lines.append(
+            'on_failure: allow ([claude] on_failure = "allow": when kodelet fails,'
+            " calls go through)"
+        )
+    else:
+        lines.append("on_failure: block (when kodelet fails, tool calls and prompts are blocked)")
+    if config_error:
+        lines.append(f"config error (every tool call is blocked until fixed): {config_error}")
+    lines.append("")
+    lines.append("kodelet hooks that run inside Claude Code:" + ("" if rows else " (none)"))
     lines += [f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows]
+    lines.append(
+        "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
+        " shows them)."
+    )
     typer.echo("\n".join(printable(line) for line in lines))
 
 

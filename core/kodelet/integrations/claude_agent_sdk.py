@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 
 from ..assembly import load_runtime
-from ..bridges.claude_code import EVENTS, prepare, respond
+from ..bridges.claude_code import EVENTS, failure_answer, read_call
+from ..claude.mapping import claude_answer
 from ..runtime import Runtime
 
 __all__ = ["Matcher", "hooks"]
@@ -56,18 +57,22 @@ def hooks(runtime: Runtime | None = None, *, timeout: float | None = None) -> di
         if runtime is not None:
             return runtime
         if cwd not in built:
-            built[cwd] = load_runtime(cwd=cwd, claude=False)  # the agent runs its own
+            built[cwd] = load_runtime(cwd=cwd, claude="plugins")  # the agent runs its own
         return built[cwd]
 
     async def callback(
         data: dict[str, Any], tool_use_id: str | None, context: Any
     ) -> dict[str, Any]:
-        prepared = prepare(data)
-        if prepared is None:
-            return {}
-        _, payload, values = prepared
-        dispatch = await runtime_for(values["cwd"]).adispatch(payload)
-        return respond(data, values, dispatch.result) or {}
+        # Never fail open: kodelet failing denies the tool call or prompt, as the bridge does.
+        try:
+            call = read_call(data)
+            if call is None:
+                return {}
+            dispatch = await runtime_for(str(call.project)).adispatch(call.payload)
+            return claude_answer(call.hook_input, dispatch.result) or {}
+        except Exception as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+            return failure_answer(data.get("hook_event_name"), problem)[0] or {}
 
     make = _matcher_class()
     return {name: [make(matcher=None, hooks=[callback], timeout=timeout)] for name in EVENTS}

@@ -1,0 +1,65 @@
+"""kodelet's own entries in Claude Code's settings files: how they look, how to spot them.
+
+``kodelet claude install`` writes them; the settings adapter, ``hooks list`` and
+``claude status`` must recognise them wherever they are read, so kodelet never
+runs its own bridge as if it were a Claude Code hook (every hook twice). The test
+is a token walk, not a regular expression: settings files come from checkouts,
+and a pattern that backtracks on a long command would hang every start.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+BRIDGE_ARGS = ("claude", "hook")
+SHELL_SYNTAX = frozenset(";&|<>`$()\n\r")
+"""A command using any of these does more than call the bridge: it is not ours."""
+BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit")
+"""Where a failure of kodelet must not let the call through (``onFailure: "block"``)."""
+PROJECT_COMMAND = "kodelet claude hook"
+"""What a shared (project) settings file gets: found on each teammate's PATH."""
+
+
+def is_own_command(command: str) -> bool:
+    """``kodelet claude hook [--option [value]]...``, whichever interpreter or path runs it."""
+    if len(command) > 4096 or SHELL_SYNTAX.intersection(command):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    for i, word in enumerate(words):
+        program = os.path.basename(word)
+        start = None
+        if program == "kodelet":
+            start = i + 1
+        elif word == "-m" and i + 1 < len(words) and words[i + 1] == "kodelet":
+            start = i + 2
+        if start is not None and tuple(words[start : start + 2]) == BRIDGE_ARGS:
+            return all(
+                w.startswith("-") or words[j - 1].startswith("-")
+                for j, w in enumerate(words[start + 2 :], start + 2)
+            )
+    return False
+
+
+def is_own(hook: Any) -> bool:
+    """A command hook entry of ``hooks[event][i].hooks`` that calls kodelet's bridge."""
+    return (
+        isinstance(hook, dict)
+        and hook.get("type", "command") == "command"
+        and isinstance(hook.get("command"), str)
+        and is_own_command(hook["command"])
+    )
+
+
+def own_hook(event: str, command: str, *, on_failure: str = "block") -> dict[str, Any]:
+    """The entry ``claude install`` writes for ``event``. ``onFailure: "block"`` makes
+    Claude Code block the call when the command itself fails (not found, crashed):
+    Claude Code 2.1.328 otherwise treats any exit but 2 as "go ahead"."""
+    hook: dict[str, Any] = {"type": "command", "command": command}
+    if on_failure == "block" and event in BLOCKING_EVENTS:
+        hook["onFailure"] = "block"
+    return hook

@@ -1,0 +1,161 @@
+"""The real Claude Code, from the npm registry, pinned and checked, cached outside the repo.
+
+Only the platform package (``@anthropic-ai/claude-code-<os>-<arch>``) is fetched: it
+holds the native binary that ``@anthropic-ai/claude-code`` would install, and
+``npm pack`` lets us check the registry's sha512 integrity before anything in it
+runs. Nothing of it is committed; the cache is ``$KODELET_E2E_CACHE`` or
+``~/.cache/kodelet-e2e``, resolved when this module is imported (before tests move
+HOME to a temp dir).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from tests.e2e.messages_api import MessagesAPI, Script, Turn
+
+VERSION = "2.1.328"
+INTEGRITY = {
+    "linux-x64": "sha512-KuzL+dBHgDCFTHJxwW+xuBJdVKfBsesGx2BBcTOG9sYDGoAD7b1hUV8rsTS4xjoJsB2SmeGraGjBiFuhrYuC9w==",
+}
+CACHE = Path(
+    os.environ.get("KODELET_E2E_CACHE") or Path.home() / ".cache" / "kodelet-e2e"
+).absolute()
+
+
+class InstallError(RuntimeError):
+    pass
+
+
+def _platform() -> str:
+    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(
+        platform.machine().lower(), platform.machine().lower()
+    )
+    return f"{platform.system().lower()}-{machine}"
+
+
+def integrity_of(data: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def install(cache: Path = CACHE) -> Path:
+    """The pinned binary, fetched once into ``cache``; :class:`InstallError` says why not."""
+    plat = _platform()
+    if plat not in INTEGRITY:
+        raise InstallError(f"no pinned Claude Code {VERSION} for {plat}")
+    binary = cache / f"claude-code-{VERSION}-{plat}" / "claude"
+    if binary.is_file() and os.access(binary, os.X_OK):
+        return binary
+    if shutil.which("npm") is None:
+        raise InstallError("npm is not on PATH")
+    package = f"@anthropic-ai/claude-code-{plat}@{VERSION}"
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        env = {**os.environ, "npm_config_cache": str(cache / "npm"), "npm_config_update_notifier": "false"}
+        done = subprocess.run(
+            ["npm", "pack", package, "--json", "--pack-destination", tmp],
+            capture_output=True, text=True, timeout=600, env=env, cwd=tmp,
+        )
+        if done.returncode != 0:
+            raise InstallError(f"npm pack {package} failed: {done.stderr.strip()[-500:]}")
+        name = json.loads(done.stdout)[0]["filename"].replace("@", "").replace("/", "-")
+        tarball = next(Path(tmp).glob("*.tgz"), None) if not (Path(tmp) / name).exists() else Path(tmp) / name
+        if tarball is None:
+            raise InstallError(f"npm pack {package} left no tarball")
+        got = integrity_of(tarball.read_bytes())
+        if got != INTEGRITY[plat]:
+            raise InstallError(f"{package}: integrity {got} is not the pinned {INTEGRITY[plat]}")
+        out = Path(tmp) / "x"
+        with tarfile.open(tarball) as tar:
+            tar.extract("package/claude", out, filter="data")
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        extracted = out / "package" / "claude"
+        extracted.chmod(0o755)
+        os.replace(extracted, binary)
+    return binary
+
+
+@attrs.define
+class Run:
+    """What one ``claude -p`` session did, read from facts."""
+
+    api: MessagesAPI
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def result(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.stdout)
+        except ValueError:
+            raise AssertionError(f"claude printed no JSON: {self.stdout!r} {self.stderr!r}") from None
+        assert isinstance(data, dict)
+        return data
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        return self.api.tool_results()
+
+    def tool_result_text(self, index: int = 0) -> str:
+        content = self.tool_results()[index].get("content")
+        if isinstance(content, list):
+            return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        return str(content)
+
+    def seen_by_model(self) -> str:
+        """Everything the model was sent in the main loop, as one text to search."""
+        return json.dumps(self.api.main_requests(), ensure_ascii=False)
+
+
+def claude_env(api: MessagesAPI, home: Path, path_prefix: list[str] = ()) -> dict[str, str]:  # type: ignore[assignment]
+    env = {
+        "PATH": os.pathsep.join([*path_prefix, os.environ.get("PATH", "/usr/bin:/bin")]),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api.url,
+        "ANTHROPIC_API_KEY": "sk-ant-standin",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "LANG": "C.UTF-8",
+    }
+    for key in ("KODELET_HOME", "KODELET_E2E_CACHE", "TMPDIR"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def run_claude(
+    binary: Path,
+    project: Path,
+    home: Path,
+    turns: list[Turn] | Script,
+    *,
+    prompt: str = "go",
+    allowed: str = "Bash Read Write Edit",
+    cwd: Path | None = None,
+    path_prefix: list[str] = (),  # type: ignore[assignment]
+    env: dict[str, str] | None = None,
+    args: list[str] = (),  # type: ignore[assignment]
+    timeout: float = 120,
+) -> Run:
+    """``claude -p PROMPT`` in ``cwd`` (default ``project``) against a stand-in model."""
+    script = turns if isinstance(turns, Script) else Script(turns)
+    with MessagesAPI(script) as api:
+        full = {**claude_env(api, home, path_prefix), **(env or {})}
+        done = subprocess.run(
+            [str(binary), "-p", prompt, "--output-format", "json", "--allowedTools", allowed, *args],
+            cwd=cwd or project, env=full, capture_output=True, text=True, timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        return Run(api, done.returncode, done.stdout, done.stderr)

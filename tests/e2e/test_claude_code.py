@@ -1,0 +1,333 @@
+"""kodelet inside the real Claude Code: each guard holds, and does what its hook asked.
+
+Every test runs ``claude -p`` (the pinned binary) against the stand-in Messages API
+in a fresh HOME and project, with kodelet connected by ``kodelet claude install``.
+Pass or fail comes from facts: a marker file the tool would have written, the
+tool_result the model received, Claude Code's JSON result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from tests.e2e.claude_code import Run, run_claude
+from tests.e2e.conftest import kodelet
+from tests.e2e.messages_api import Script, Turn, text, tool
+
+DANGER_HOOK = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) if grep -q 'danger'; then echo '{"blocked": true, "reason": "no danger here"}'; fi ;;
+esac
+"""
+
+
+@attrs.define
+class Agent:
+    """One project and HOME with kodelet installed into Claude Code's project settings."""
+
+    binary: Path
+    project: Path
+    home: Path
+    venv_bin: Path
+
+    def kodelet(self, *args: str, check: bool = True, cwd: Path | None = None) -> Any:
+        return kodelet(self.venv_bin, *args, cwd=cwd or self.project, check=check)
+
+    def install(self, *args: str) -> None:
+        self.kodelet("claude", "install", "--scope", "project", *args)
+
+    def hook(self, name: str, text_: str) -> Path:
+        path = self.project / ".kodelet" / "hooks" / name
+        path.write_text(text_)
+        path.chmod(0o755)
+        return path
+
+    def config(self, toml: str) -> None:
+        (self.project / ".kodelet" / "config.toml").write_text(toml)
+
+    def run(self, turns: list[Turn] | Script, **kw: Any) -> Run:
+        kw.setdefault("path_prefix", [str(self.venv_bin)])
+        return run_claude(self.binary, self.project, self.home, turns, **kw)
+
+
+@pytest.fixture
+def agent(claude_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
+    a = Agent(claude_bin, cc_project, isolated_home, venv_bin)
+    a.install()
+    return a
+
+
+def bash(command: str) -> Turn:
+    return [tool("Bash", command=command, description="run")]
+
+
+def recorder(event: str, out: Path, answer: str = "") -> str:
+    """An executable hook that appends each payload to ``out`` and prints ``answer``."""
+    return f"""#!/bin/bash
+case "$1" in
+  hook) echo {event} ;;
+  run) cat >> {out}; echo >> {out}; printf '%s' '{answer}' ;;
+esac
+"""
+
+
+def payloads(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# --- blocks ----------------------------------------------------------------
+
+
+def test_an_executable_hook_blocks_and_the_model_gets_the_reason(agent: Agent) -> None:
+    agent.hook("no-danger", DANGER_HOOK)
+    run = agent.run([bash("touch danger-marker"), [text("fin")]])
+    assert not (agent.project / "danger-marker").exists()
+    assert "no danger here" in run.tool_result_text()
+    allowed = agent.run([bash("touch fine-marker"), [text("fin")]])
+    assert (agent.project / "fine-marker").exists(), allowed.tool_result_text()
+
+
+def test_a_pip_installed_plugin_blocks(agent: Agent) -> None:
+    target = agent.project / "keep"
+    target.mkdir()
+    run = agent.run([bash(f"rm -rf {target}"), [text("fin")]])
+    assert target.exists()
+    assert run.tool_results()[0].get("is_error") is True
+
+
+def test_a_subfolder_cwd_keeps_the_projects_guards(agent: Agent) -> None:
+    agent.hook("no-danger", DANGER_HOOK)
+    (agent.project / "src").mkdir()
+    run = agent.run([bash("cd src"), bash("touch danger-marker"), [text("fin")]])
+    assert not (agent.project / "src" / "danger-marker").exists(), run.tool_result_text(1)
+    assert "no danger here" in run.tool_result_text(1)
+
+
+def test_a_subagents_tool_call_is_guarded_and_says_subagent(agent: Agent, tmp_path: Path) -> None:
+    log = tmp_path / "seen.jsonl"
+    agent.hook("record", recorder("before_tool_call", log))
+
+    def turns(request: dict[str, Any]) -> Turn:
+        said = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        first = json.dumps(request["messages"][0])
+        if "sub-task" in first:  # the subagent's own conversation
+            return bash("touch sub-marker") if said == 0 else [text("sub done")]
+        if said == 0:
+            return [tool("Agent", description="sub", prompt="sub-task", subagent_type="general-purpose")]
+        return [text("fin")]
+
+    agent.run(Script(turns), allowed="Bash Agent")
+    seen = payloads(log)
+    spawn = next(p for p in seen if p["tool_name"] == "subagent")
+    assert spawn["invoked_by"] == "main" and spawn["tool_input"]["question"] == "sub-task"
+    inner = next(p for p in seen if p["tool_name"] == "bash")
+    assert inner["invoked_by"] == "subagent"
+
+
+# --- fail closed -------------------------------------------------------------
+
+
+def test_a_config_typo_blocks_with_a_reason_naming_it(agent: Agent) -> None:
+    agent.hook("no-danger", DANGER_HOOK)
+    agent.config('[hooks."no-danger"]\nfail_closed = "true"\n')
+    run = agent.run([bash("touch marker"), [text("fin")]])
+    assert not (agent.project / "marker").exists()
+    assert not run.api.main_requests()  # the prompt itself is blocked
+    said = run.stdout + run.stderr
+    assert "config.toml" in said and "fail_closed" in said, said
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [
+        pytest.param({"command": "touch marker #\ud800"}, id="surrogate"),
+        pytest.param({"command": "touch marker #" + "a" * (17 * 1024 * 1024)}, id="17MiB"),
+    ],
+)
+def test_a_hostile_tool_input_is_blocked_not_let_through(
+    agent: Agent, tool_input: dict[str, Any]
+) -> None:
+    agent.hook("no-danger", DANGER_HOOK)
+    run = agent.run([[tool("Bash", **tool_input)], [text("fin")]], timeout=300)
+    assert not (agent.project / "marker").exists()
+    assert run.tool_results()[0].get("is_error") is True
+    assert "kodelet" in run.tool_result_text()
+
+
+def test_kodelet_missing_blocks_through_on_failure(agent: Agent) -> None:
+    settings = json.loads((agent.project / ".claude" / "settings.json").read_text())
+    pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert pre.get("onFailure") == "block"
+    run = agent.run([bash("touch marker"), [text("fin")]], path_prefix=[])
+    assert not (agent.project / "marker").exists(), run.tool_result_text()
+
+
+def test_on_failure_allow_is_an_opt_out_and_status_says_so(agent: Agent) -> None:
+    agent.hook("no-danger", DANGER_HOOK)
+    agent.config('[claude]\non_failure = "allow"\n')
+    agent.install()
+    settings = json.loads((agent.project / ".claude" / "settings.json").read_text())
+    assert "onFailure" not in json.dumps(settings)
+    status = agent.kodelet("claude", "status", "--json").stdout
+    assert json.loads(status)["on_failure"] == "allow"
+    run = agent.run([[tool("Bash", command="touch marker #\ud800")], [text("fin")]])
+    assert (agent.project / "marker").exists(), run.tool_result_text()
+
+
+# --- rewrites and outputs ------------------------------------------------------
+
+REWRITE_HOOK = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) if grep -q 'touch original'; then echo '{"input": {"command": "touch rewritten"}}'; fi ;;
+esac
+"""
+
+
+def test_a_rewrite_runs_and_keeps_claude_codes_permission_check(agent: Agent) -> None:
+    agent.hook("rewrite", REWRITE_HOOK)
+    agent.run([bash("touch original"), [text("fin")]], allowed="Bash")
+    assert (agent.project / "rewritten").exists()
+    assert not (agent.project / "original").exists()
+    (agent.project / "rewritten").unlink()
+    run = agent.run([bash("touch original"), [text("fin")]], allowed="Read")
+    assert not (agent.project / "rewritten").exists(), run.tool_result_text()
+    assert run.result["permission_denials"], run.result
+
+
+REDACT_HOOK = """#!/usr/bin/env python3
+import json, sys
+if sys.argv[1] == "hook":
+    print("after_tool_call")
+else:
+    payload = json.load(sys.stdin)
+    text = json.dumps(payload["tool_output"])
+    if "SECRET123" in text:
+        print(json.dumps({"output": json.loads(text.replace("SECRET123", "[redacted]"))}))
+"""
+
+
+def test_redaction_replaces_the_result_the_model_gets(agent: Agent) -> None:
+    agent.hook("redact", REDACT_HOOK)
+    run = agent.run([bash("echo key=SECRET123"), [text("fin")]])
+    assert "SECRET123" not in run.tool_result_text()
+    assert "[redacted]" in run.tool_result_text()
+    assert "SECRET123" not in json.dumps(run.api.main_requests()[1]["messages"][-1])
+
+
+def test_a_file_write_rewrite_uses_claude_codes_keys(agent: Agent) -> None:
+    agent.hook(
+        "rewrite-write",
+        """#!/usr/bin/env python3
+import json, sys
+if sys.argv[1] == "hook":
+    print("before_tool_call")
+else:
+    p = json.load(sys.stdin)
+    if p["tool_name"] == "file_write":
+        print(json.dumps({"input": {**p["tool_input"], "text": "from the hook\\n"}}))
+""",
+    )
+    target = agent.project / "out.txt"
+    agent.run([[tool("Write", file_path=str(target), content="from the model\n")], [text("fin")]])
+    assert target.read_text() == "from the hook\n"
+
+
+# --- stops -------------------------------------------------------------------
+
+
+def test_a_follow_up_continues_once_and_ends(agent: Agent) -> None:
+    agent.hook(
+        "follow",
+        """#!/bin/bash
+case "$1" in
+  hook) echo agent_stop ;;
+  run) echo '{"follow_up_messages": ["please run the tests"]}' ;;
+esac
+""",
+    )
+    run = agent.run([[text("first")], [text("second")]])
+    assert "please run the tests" in run.seen_by_model()
+    assert len(run.api.main_requests()) == 2
+    assert run.result["result"] == "second"
+
+
+def test_context_from_agent_stop_does_not_restart_the_agent(agent: Agent) -> None:
+    agent.hook(
+        "ctx",
+        """#!/bin/bash
+case "$1" in
+  hook) echo agent_stop ;;
+  run) echo '{"additional_context": ["a note"]}' ;;
+esac
+""",
+    )
+    run = agent.run([bash("echo hi"), [text("fin")]])
+    assert len(run.api.main_requests()) == 2, len(run.api.main_requests())
+
+
+def test_agent_stop_hooks_get_the_conversation(agent: Agent, tmp_path: Path) -> None:
+    log = tmp_path / "stop.jsonl"
+    agent.hook("record", recorder("agent_stop", log))
+    agent.run([bash("echo hi"), [text("the final words")]], prompt="please say hi")
+    (stop,) = payloads(log)
+    roles = [m["role"] for m in stop["messages"]]
+    assert roles[0] == "user" and roles[-1] == "assistant"
+    assert stop["messages"][-1]["content"] == "the final words"
+    assert any("please say hi" in m["content"] for m in stop["messages"])
+
+
+# --- prompts and context ---------------------------------------------------------
+
+
+def test_a_blocked_prompt_never_reaches_the_model(agent: Agent) -> None:
+    agent.hook(
+        "no-secret",
+        """#!/bin/bash
+case "$1" in
+  hook) echo user_message_send ;;
+  run) if grep -q AKIA; then echo '{"blocked": true, "reason": "secret in prompt"}'; fi ;;
+esac
+""",
+    )
+    run = agent.run([[text("fin")]], prompt="key AKIAIOSFODNN7EXAMPLE")
+    assert not run.api.main_requests()
+    assert "secret in prompt" in run.stdout + run.stderr
+
+
+# --- installation ---------------------------------------------------------------
+
+
+def test_installed_entries_are_never_run_by_kodelet_itself(agent: Agent, tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    agent.hook("record", recorder("before_tool_call", log))
+    payload = agent.project / "payload.json"
+    payload.write_text(json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}))
+    done = agent.kodelet("hooks", "run", "before_tool_call", "--payload", str(payload))
+    assert len(payloads(log)) == 1, done.stdout + done.stderr
+    listing = agent.kodelet("hooks", "list", "--no-exec").stdout
+    assert "claude hook" not in listing
+
+
+def test_uninstall_restores_the_settings_byte_for_byte(
+    claude_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path
+) -> None:
+    settings = cc_project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n  "model": "x",\n  "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}\n}\n'
+    settings.write_text(original)
+    a = Agent(claude_bin, cc_project, isolated_home, venv_bin)
+    a.install()
+    assert "kodelet" in settings.read_text()
+    a.kodelet("claude", "uninstall", "--scope", "project")
+    assert json.loads(settings.read_text()) == json.loads(original)
+    mode = stat.S_IMODE(os.stat(settings).st_mode)
+    assert mode & 0o022 == 0
