@@ -128,3 +128,75 @@ def test_a_hook_that_only_adds_context_is_a_context_outcome_everywhere(project: 
     table = kodelet(project, "replay", "--my-hooks", "--only-acted")
     rows = [ln.split() for ln in table.stdout.splitlines() if " fmt-reminder " in ln]
     assert len(rows) == len(mine) and all(r[3] == "context" for r in rows), rows[:3]
+
+
+# -- each event's scaffold shows what that event can do; foreign fields are warned --
+
+# A payload per event that the scaffold's commented example acts on.
+ACTS_ON = {
+    "before_tool_call": '{"tool_name": "bash", "tool_input": {"command": "rm -rf /"}}',
+    "after_tool_call": (
+        '{"tool_name": "bash", "tool_output": {"toolName": "bash", "success": false}}'
+    ),
+    "user_message_send": '{"message": "my key is AKIAIOSFODNN7EXAMPLE"}',
+    "after_turn": '{"turn_number": 1}',
+    "agent_stop": "{}",
+}
+
+
+def _uncomment_first_example(text: str, lang: str) -> str:
+    """The example lines of the scaffold's comment, made live, as its reader would."""
+    lines = text.splitlines(keepends=True)
+    if lang == "python":
+        i = next(i for i, ln in enumerate(lines) if ln.startswith("    #   return "))
+        lines.insert(i + 1, "    " + lines[i].removeprefix("    #   "))
+        return "".join(lines)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#   "))
+    end = start
+    while end < len(lines) and lines[end].startswith("#  "):
+        end += 1
+    live = [ln.removeprefix("#   ") for ln in lines[start:end]]
+    return "".join(lines[:end] + live + lines[end:])
+
+
+@pytest.mark.parametrize("lang", ["python", "bash"])
+@pytest.mark.parametrize("event", list(ACTS_ON))
+def test_each_events_scaffold_shows_an_answer_that_event_takes(
+    project: Path, event: str, lang: str
+) -> None:
+    res = kodelet(project, "hooks", "new", "mine", "-e", event, "--lang", lang)
+    assert res.returncode == 0, res.stderr
+    path = project / ".kodelet" / "hooks" / "mine"
+    text = path.read_text()
+    blocking = event in ("before_tool_call", "user_message_send")
+    assert ('"blocked"' in text or "'blocked'" in text) is blocking
+    if not blocking:
+        assert "cannot block" in text
+    path.write_text(_uncomment_first_example(text, lang))
+
+    ran = kodelet(project, "hooks", "run", event, "-p", "-", "--trace", stdin=ACTS_ON[event])
+    assert ran.returncode == 0, ran.stderr
+    traces = [json.loads(ln) for ln in ran.stderr.splitlines() if ln.startswith("{")]
+    [trace] = [t for t in traces if t["name"] == "mine"]
+    assert trace["outcome"] not in ("no-action", "error"), (trace, path.read_text())
+    assert "WARNING" not in ran.stderr and "has no field" not in ran.stderr, ran.stderr
+    answer = json.loads(ran.stdout)
+    assert answer != {} and answer != {"blocked": False}, answer
+
+
+def test_an_answer_with_a_field_its_event_lacks_is_a_warning(project: Path) -> None:
+    late = '#!/bin/sh\n[ "$1" = hook ] && { echo after_tool_call; exit 0; }\ncat >/dev/null\n'
+    late += """echo '{"blocked": true, "reason": "too late", "additional_context": []}'\n"""
+    write_hook(project / ".kodelet" / "hooks", "late-guard", late)
+    payload = '{"tool_name": "bash", "tool_output": {"toolName": "bash", "success": true}}'
+    ran = kodelet(project, "hooks", "run", "after_tool_call", "-p", "-", "--trace", stdin=payload)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {}
+    said = (
+        "after_tool_call has no fields 'blocked', 'reason' (it cannot block); ignored "
+        "(see: kodelet hooks schema after_tool_call --result)"
+    )
+    lines = ran.stderr.splitlines()
+    assert f"kodelet: WARNING: hook late-guard: {said}" in lines
+    [trace] = [json.loads(ln) for ln in lines if ln.startswith("{")]
+    assert (trace["outcome"], trace["detail"]) == ("no-action", said)

@@ -9,8 +9,12 @@ from collections.abc import Awaitable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import attrs
+
 from .errors import HookFailure, describe
+from .events import Event
 from .policy import Reducer, coerce_result
+from .results import RESULT_TYPES
 from .seam import WHOLE_PAYLOAD, HookEntry
 from .trace import Outcome, RawRecord
 
@@ -26,12 +30,35 @@ def settled(
         outcome, detail = red.add(entry.name, result)
     except Exception as exc:  # whatever an answer does while it is merged is its hook's fault
         return failed(red, entry, exc, duration)
+    if type(raw) is dict and raw.keys() - RESULT_FIELDS[red.payload.EVENT]:
+        ignored = foreign_fields(red.payload.EVENT, raw)
+        if ignored:
+            log.warning("hook %s: %s", entry.name, ignored)
+            detail = ignored + (f"; {detail}" if detail else "")
     if outcome is Outcome.ERROR:  # the policy refused the answer: that is the hook's error
         return (entry.name, entry.source, outcome, duration, detail, None)
     if duration > slow_after and entry.nargs != WHOLE_PAYLOAD:
         log.warning("hook %s is slow: %.2fs on %s", entry.name, duration, red.payload.EVENT)
         detail = f"slow: {duration:.2f}s" + (f"; {detail}" if detail else "")
     return (entry.name, entry.source, outcome, duration, None, detail)
+
+
+RESULT_FIELDS = {e: frozenset(a.name for a in attrs.fields(t)) for e, t in RESULT_TYPES.items()}
+
+
+def foreign_fields(event: Event, answer: dict[str, Any]) -> str | None:
+    """What an answer says that ``event`` has no field for, which is ignored: a
+    ``blocked`` from an after_tool_call hook would otherwise be silently dropped.
+    Empty values (``"blocked": false``) say nothing and are let be."""
+    extra = sorted(k for k, v in answer.items() if k not in RESULT_FIELDS[event] and v)
+    if not extra:
+        return None
+    cannot = " (it cannot block)" if "blocked" in extra and not event.blocking else ""
+    names = ", ".join(repr(k) for k in extra)
+    return (
+        f"{event.value} has no field{'s' if len(extra) > 1 else ''} {names}{cannot}; ignored "
+        f"(see: kodelet hooks schema {event.value} --result)"
+    )
 
 
 def failed(red: Reducer, entry: HookEntry, exc: BaseException, duration: float) -> RawRecord:

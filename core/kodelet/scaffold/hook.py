@@ -36,6 +36,63 @@ HOOK_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SHOWN = ("tool_input",)
 
 
+# What each event's answer can do, as the comment the new hook shows: an event that
+# cannot block shows what it can do instead, since a {"blocked": true} there is ignored.
+PY_EXAMPLES = {
+    Event.BEFORE_TOOL_CALL: """\
+    # Return a result dict, or None for no action. To refuse the call:
+    #   return {"blocked": True, "reason": "why, for the model"}
+    # To rewrite its input:
+    #   return {"input": {**payload["tool_input"], "command": "pytest -q"}}""",
+    Event.AFTER_TOOL_CALL: """\
+    # Return a result dict, or None for no action. The tool has run: this event
+    # cannot block. To rewrite the output the model sees:
+    #   return {"output": {**payload["tool_output"], "metadata": {"output": "..."}}}
+    # To add a note for the model's next call:
+    #   return {"additional_context": ["run the formatter before committing"]}""",
+    Event.USER_MESSAGE_SEND: """\
+    # Return a result dict, or None for no action. To keep the message from the model:
+    #   return {"blocked": True, "reason": "why, for the user"}
+    # To add a note for the model's next call:
+    #   return {"additional_context": ["the user prefers short answers"]}""",
+    Event.AFTER_TURN: """\
+    # Return a result dict, or None for no action. This event cannot block. To
+    # replace the conversation (as compaction does):
+    #   return {"result": "mutate", "messages": [{"role": "user", "content": "summary"}]}""",
+    Event.AGENT_STOP: """\
+    # Return a result dict, or None for no action. This event cannot block. To keep
+    # the agent going with more messages:
+    #   return {"follow_up_messages": ["run the tests before stopping"]}""",
+}
+SH_EXAMPLES = {
+    Event.BEFORE_TOOL_CALL: """\
+# For example, to refuse the call (plain shell matching, no jq needed):
+#   case "$payload" in *'"rm -rf /'*)
+#       echo '{"blocked": true, "reason": "no rm -rf /"}'; exit 0 ;;
+#   esac
+# A result with "input" rewrites the tool's arguments instead.""",
+    Event.AFTER_TOOL_CALL: """\
+# The tool has run: this event cannot block. For example, to add a note for
+# the model's next call (plain shell matching, no jq needed):
+#   case "$payload" in *'"success": false'*)
+#       echo '{"additional_context": ["the tool failed; say so"]}'; exit 0 ;;
+#   esac
+# A result with "output" rewrites what the model sees of the tool's output.""",
+    Event.USER_MESSAGE_SEND: """\
+# For example, to keep a message from the model (plain shell matching, no jq needed):
+#   case "$payload" in *AKIA*)
+#       echo '{"blocked": true, "reason": "that looks like an AWS key"}'; exit 0 ;;
+#   esac""",
+    Event.AFTER_TURN: """\
+# This event cannot block. A result can replace the conversation, e.g.
+#   echo '{"result": "mutate", "messages": [{"role": "user", "content": "summary"}]}'; exit 0""",
+    Event.AGENT_STOP: """\
+# This event cannot block. For example, to keep the agent going:
+#   echo '{"follow_up_messages": ["run the tests before stopping"]}'; exit 0""",
+}
+EXAMPLES_BY_LANG = {"python": PY_EXAMPLES, "bash": SH_EXAMPLES}
+
+
 class HookScaffoldError(KodeletError):
     """A hook that cannot be created as asked; nothing was written."""
 
@@ -76,7 +133,12 @@ def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
     if os.path.lexists(target) or os.path.lexists(f"{target}{DISABLE_SUFFIX}"):
         raise HookExists(f"{target} already exists; not overwritten")
     text = Template(resources.files(__package__).joinpath(LANGS[lang]).read_text("utf-8"))
-    body = text.substitute(name=name, event=event.value, try_=try_command(event))
+    body = text.substitute(
+        name=name,
+        event=event.value,
+        try_=try_command(event),
+        example=EXAMPLES_BY_LANG[lang][event],
+    )
     _make_dirs(directory)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
