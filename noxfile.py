@@ -19,7 +19,7 @@ def tests(session: nox.Session) -> None:
 def e2e(session: nox.Session) -> None:
     """The real agent CLIs, pinned, from the npm registry (cached in ~/.cache/kodelet-e2e),
     driven by stand-in model APIs; fails, never skips, when one cannot be installed."""
-    session.install("-e", ".[test,claude-agent-sdk]")
+    session.install("-e", ".[test]", "claude-agent-sdk==0.2.188")
     session.install("--no-deps", "plugins/examples/guardrail")
     session.run("pytest", "-m", "e2e", "-p", "no:cacheprovider", "tests/e2e", *session.posargs)
 

@@ -160,10 +160,11 @@ def test_pre_tool_use_blocked_is_a_deny(claude_project: Path) -> None:
 
 def test_pre_tool_use_rewrite_is_updated_input(claude_project: Path) -> None:
     out = answered(hook(pre_tool(claude_project, "sudo ls")))
+    # No permission decision: Claude Code applies the rewrite and still asks its own
+    # permission rules (Claude Code 2.1.328; an "allow" would skip them).
     assert out == {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
-            "permissionDecision": "allow",
             "updatedInput": {"command": "echo no sudo here"},
         }
     }
@@ -236,7 +237,7 @@ def test_post_tool_use_maps_response_and_rewrite_becomes_context(claude_project:
     assert payload["tool_output"] == {
         "toolName": "bash",
         "success": True,
-        "metadata": {"stdout": "SECRET=1", "stderr": "", "interrupted": False},
+        "metadata": {"tool_response": {"stdout": "SECRET=1", "stderr": "", "interrupted": False}},
         "timestamp": "",
     }
     context = out["hookSpecificOutput"]["additionalContext"]
@@ -297,18 +298,41 @@ def test_events_kodelet_lacks_are_no_action(claude_project: Path, event: str) ->
         ("not json", "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),
         ('{"cwd": "/"}', "'hook_event_name'"),
-        ('{"hook_event_name": "PreToolUse", "cwd": "/", "tool_input": {}}', "'tool_name'"),
-        ('{"hook_event_name": "UserPromptSubmit", "cwd": "/", "prompt": 3}', "'prompt'"),
-        ('{"hook_event_name": "Stop", "cwd": ""}', "'cwd'"),
     ],
 )
-def test_malformed_input_is_one_line_and_exit_1(raw: str, problem: str) -> None:
+def test_an_input_without_an_event_exits_2_which_blocks(raw: str, problem: str) -> None:
     proc = hook(None, raw=raw)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # Claude Code blocks a tool call or prompt on exit 2
     assert proc.stdout == ""
     assert proc.stderr.startswith("kodelet: error: ")
     assert problem in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem", "key"),
+    [
+        ('{"hook_event_name": "PreToolUse", "cwd": "/", "tool_input": {}}', "tool_name", "deny"),
+        ('{"hook_event_name": "UserPromptSubmit", "cwd": "/", "prompt": 3}', "prompt", "block"),
+        ('{"hook_event_name": "PostToolUse", "cwd": "/", "tool_name": 3}', "tool_name", None),
+    ],
+)
+def test_a_malformed_input_of_a_known_event_fails_closed(
+    raw: str, problem: str, key: str | None
+) -> None:
+    proc = hook(None, raw=raw)
+    assert proc.returncode == 0
+    out = json.loads(proc.stdout)
+    if key == "deny":
+        specific = out["hookSpecificOutput"]
+        assert specific["permissionDecision"] == "deny"
+        assert problem in specific["permissionDecisionReason"]
+        assert "on_failure" in specific["permissionDecisionReason"]
+    elif key == "block":
+        assert out["decision"] == "block" and problem in out["reason"]
+    else:
+        assert problem in out["systemMessage"]
+    assert proc.stderr.startswith("kodelet: error: ") and problem in proc.stderr
 
 
 def test_trace_goes_to_stderr(claude_project: Path) -> None:
@@ -423,7 +447,11 @@ def test_install_keeps_everything_else_and_is_idempotent(
     command = commands["PreToolUse"][0]
     assert command.endswith(" claude hook")
     exe = command.rsplit(" claude hook", 1)[0].split(" ")[0]
-    assert os.path.isabs(exe)
+    # The shared project file names kodelet on PATH; the others this machine's own.
+    assert exe == "kodelet" if scope == "project" else os.path.isabs(exe)
+    pre = data["hooks"]["PreToolUse"][1]["hooks"][0]
+    assert pre["onFailure"] == "block"
+    assert "onFailure" not in data["hooks"]["Stop"][0]["hooks"][0]
     assert data["hooks"]["PreToolUse"][1]["matcher"] == "*"
     assert "matcher" not in data["hooks"]["Stop"][0]
     assert path.with_name(path.name + ".bak").read_text() == original
@@ -441,8 +469,8 @@ def test_install_keeps_everything_else_and_is_idempotent(
 
 
 def test_installed_command_really_runs(claude_project: Path) -> None:
-    assert kodelet("claude", "install", cwd=claude_project).returncode == 0
-    settings = json.loads((claude_project / ".claude/settings.json").read_text())
+    assert kodelet("claude", "install", "--scope", "local", cwd=claude_project).returncode == 0
+    settings = json.loads((claude_project / ".claude/settings.local.json").read_text())
     command = settings["hooks"]["PreToolUse"][-1]["hooks"][0]["command"]
     proc = subprocess.run(
         command,

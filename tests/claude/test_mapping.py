@@ -69,6 +69,12 @@ CALLS = [
         ("subagent", {"description": "d", "question": "find it", "subagent_type": "Explore"}),
     ),
 ]
+AGENT = ("Agent", {"description": "d", "prompt": "find it", "subagent_type": "Explore"})
+
+
+def test_claude_codes_agent_tool_is_kodelets_subagent() -> None:
+    """Claude Code 2.1.x calls its subagent tool Agent; Task is the older name."""
+    assert to_kodelet_tool(*AGENT) == CALLS[-1][1]
 
 
 @pytest.mark.parametrize(("claude", "kodelet"), CALLS, ids=[c[0][0] for c in CALLS])
@@ -78,7 +84,7 @@ def test_tool_calls_translate_both_ways(claude: tuple, kodelet: tuple) -> None:
 
 
 def test_every_mapped_tool_has_a_case() -> None:
-    assert {c[0][0] for c in CALLS} == {t.claude for t in TOOLS}
+    assert {c[0][0] for c in CALLS} | {AGENT[0]} == {t.claude for t in TOOLS}
 
 
 def test_unknown_tools_and_keys_pass_unchanged() -> None:

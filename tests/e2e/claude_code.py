@@ -28,7 +28,8 @@ from tests.e2e.messages_api import MessagesAPI, Script, Turn
 
 VERSION = "2.1.328"
 INTEGRITY = {
-    "linux-x64": "sha512-KuzL+dBHgDCFTHJxwW+xuBJdVKfBsesGx2BBcTOG9sYDGoAD7b1hUV8rsTS4xjoJsB2SmeGraGjBiFuhrYuC9w==",
+    "linux-x64": "sha512-KuzL+dBHgDCFTHJxwW+xuBJdVKfBsesGx2BBcTOG9sYDGoAD7b1hUV8rsTS4xjoJs"
+    "B2SmeGraGjBiFuhrYuC9w==",
 }
 CACHE = Path(
     os.environ.get("KODELET_E2E_CACHE") or Path.home() / ".cache" / "kodelet-e2e"
@@ -63,15 +64,27 @@ def install(cache: Path = CACHE) -> Path:
     package = f"@anthropic-ai/claude-code-{plat}@{VERSION}"
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        env = {**os.environ, "npm_config_cache": str(cache / "npm"), "npm_config_update_notifier": "false"}
+        env = {
+            **os.environ,
+            "npm_config_cache": str(cache / "npm"),
+            "npm_config_update_notifier": "false",
+        }
         done = subprocess.run(
             ["npm", "pack", package, "--json", "--pack-destination", tmp],
-            capture_output=True, text=True, timeout=600, env=env, cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+            cwd=tmp,
         )
         if done.returncode != 0:
             raise InstallError(f"npm pack {package} failed: {done.stderr.strip()[-500:]}")
         name = json.loads(done.stdout)[0]["filename"].replace("@", "").replace("/", "-")
-        tarball = next(Path(tmp).glob("*.tgz"), None) if not (Path(tmp) / name).exists() else Path(tmp) / name
+        tarball = (
+            next(Path(tmp).glob("*.tgz"), None)
+            if not (Path(tmp) / name).exists()
+            else Path(tmp) / name
+        )
         if tarball is None:
             raise InstallError(f"npm pack {package} left no tarball")
         got = integrity_of(tarball.read_bytes())
@@ -101,7 +114,9 @@ class Run:
         try:
             data = json.loads(self.stdout)
         except ValueError:
-            raise AssertionError(f"claude printed no JSON: {self.stdout!r} {self.stderr!r}") from None
+            raise AssertionError(
+                f"claude printed no JSON: {self.stdout!r} {self.stderr!r}"
+            ) from None
         assert isinstance(data, dict)
         return data
 
@@ -154,8 +169,21 @@ def run_claude(
     with MessagesAPI(script) as api:
         full = {**claude_env(api, home, path_prefix), **(env or {})}
         done = subprocess.run(
-            [str(binary), "-p", prompt, "--output-format", "json", "--allowedTools", allowed, *args],
-            cwd=cwd or project, env=full, capture_output=True, text=True, timeout=timeout,
+            [
+                str(binary),
+                "-p",
+                prompt,
+                "--output-format",
+                "json",
+                "--allowedTools",
+                allowed,
+                *args,
+            ],
+            cwd=cwd or project,
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
         return Run(api, done.returncode, done.stdout, done.stderr)

@@ -48,11 +48,20 @@ def cc_project(tmp_path: Path) -> Path:
     return root
 
 
-def kodelet(venv_bin: Path, *args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+def kodelet(
+    venv_bin: Path, *args: str, cwd: Path, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
-        [str(venv_bin / "kodelet"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        [str(venv_bin / "kodelet"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if check and done.returncode != 0:
-        raise AssertionError(f"kodelet {' '.join(args)}: {done.returncode} {done.stdout} {done.stderr}")
+        raise AssertionError(
+            f"kodelet {' '.join(args)}: {done.returncode} {done.stdout} {done.stderr}"
+        )
     return done

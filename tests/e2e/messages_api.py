@@ -52,46 +52,58 @@ def is_main_loop(request: dict[str, Any]) -> bool:
 def _events(turn: Turn, model: str, serial: int) -> Iterator[tuple[str, dict[str, Any]]]:
     has_tool = any(b["type"] == "tool_use" for b in turn)
     usage = {"input_tokens": 10, "output_tokens": 1}
-    yield "message_start", {
-        "type": "message_start",
-        "message": {
-            "id": f"msg_standin_{serial}",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": usage,
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_standin_{serial}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
         },
-    }
+    )
     for index, block in enumerate(turn):
         if block["type"] == "text":
-            yield "content_block_start", {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "text", "text": ""},
-            }
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
             delta = {"type": "text_delta", "text": block["text"]}
         else:
-            yield "content_block_start", {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {
-                    "type": "tool_use",
-                    "id": f"toolu_standin_{serial}_{index}",
-                    "name": block["name"],
-                    "input": {},
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": f"toolu_standin_{serial}_{index}",
+                        "name": block["name"],
+                        "input": {},
+                    },
                 },
-            }
+            )
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": "tool_use" if has_tool else "end_turn", "stop_sequence": None},
-        "usage": {"output_tokens": 5},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if has_tool else "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 5},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 

@@ -121,7 +121,9 @@ def test_a_subagents_tool_call_is_guarded_and_says_subagent(agent: Agent, tmp_pa
         if "sub-task" in first:  # the subagent's own conversation
             return bash("touch sub-marker") if said == 0 else [text("sub done")]
         if said == 0:
-            return [tool("Agent", description="sub", prompt="sub-task", subagent_type="general-purpose")]
+            return [
+                tool("Agent", description="sub", prompt="sub-task", subagent_type="general-purpose")
+            ]
         return [text("fin")]
 
     agent.run(Script(turns), allowed="Bash Agent")
@@ -322,7 +324,8 @@ def test_uninstall_restores_the_settings_byte_for_byte(
 ) -> None:
     settings = cc_project / ".claude" / "settings.json"
     settings.parent.mkdir()
-    original = '{\n  "model": "x",\n  "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}\n}\n'
+    stop = '{"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}'
+    original = '{\n  "model": "x",\n  "hooks": ' + stop + "\n}\n"
     settings.write_text(original)
     a = Agent(claude_bin, cc_project, isolated_home, venv_bin)
     a.install()
@@ -331,3 +334,52 @@ def test_uninstall_restores_the_settings_byte_for_byte(
     assert json.loads(settings.read_text()) == json.loads(original)
     mode = stat.S_IMODE(os.stat(settings).st_mode)
     assert mode & 0o022 == 0
+
+
+# --- plugin repositories ------------------------------------------------------------
+
+CLAUDE_LAYOUT_DENY = (
+    'if grep -q danger; then echo \'{"hookSpecificOutput": {"hookEventName": "PreToolUse",'
+    ' "permissionDecision": "deny", "permissionDecisionReason": "plugin says no"}}\'; fi'
+)
+
+
+def _plugin_repo(base: Path, files: dict[str, str]) -> None:
+    repo = base / "acme" / "guards"
+    for name, body in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+        path.chmod(0o755)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "guards"], check=True)
+
+
+@pytest.mark.parametrize("layout", ["kodelet", "claude"])
+def test_a_plugin_repository_hook_guards_inside_claude_code(
+    agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
+    base = tmp_path / "git"
+    if layout == "kodelet":
+        _plugin_repo(base, {"hooks/no-danger": DANGER_HOOK})
+    else:
+        hooks_json = {
+            "hooks": {
+                "PreToolUse": [
+                    {
+                        "matcher": "Bash",
+                        "hooks": [{"type": "command", "command": CLAUDE_LAYOUT_DENY}],
+                    }
+                ]
+            }
+        }
+        _plugin_repo(base, {"hooks/hooks.json": json.dumps(hooks_json)})
+    monkeypatch.setenv("KODELET_PLUGIN_GIT_BASE", f"file://{base}")
+    agent.kodelet("plugins", "add", "acme/guards")
+    run = agent.run([bash("touch danger-marker"), [text("fin")]])
+    assert not (agent.project / "danger-marker").exists(), run.tool_result_text()
+    assert ("no danger here" if layout == "kodelet" else "plugin says no") in run.tool_result_text()
