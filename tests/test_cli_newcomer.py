@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from kodelet.testing import write_hook
 
+from tests.test_cli_first_hour import install
 from tests.test_repos import run_kodelet
 
 LS = '{"tool_name": "bash", "tool_input": {"command": "ls"}}'
@@ -200,3 +201,79 @@ def test_an_answer_with_a_field_its_event_lacks_is_a_warning(project: Path) -> N
     assert f"kodelet: WARNING: hook late-guard: {said}" in lines
     [trace] = [json.loads(ln) for ln in lines if ln.startswith("{")]
     assert (trace["outcome"], trace["detail"]) == ("no-action", said)
+
+
+# -- a misspelt hook function or argument is said, readably -------------------------
+
+MISSPELT = """\
+import json
+
+from kodelet import hookimpl
+
+
+def before_tool_cal(tool_name, tool_input):
+    return {"blocked": True, "reason": "never called"}
+
+
+@hookimpl
+def agent_stopp():
+    return None
+
+
+def helper(text):
+    return json.dumps(text)
+
+
+@hookimpl
+def after_tool_call(tool_name):
+    return None
+"""
+
+BAD_ARGUMENT = """\
+from kodelet import hookimpl
+
+
+@hookimpl
+def after_tool_call(tool_nam):
+    return None
+"""
+
+
+def test_a_misspelt_hook_function_is_a_warning_in_both_lists(tmp_path: Path, project: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "typo", "kp_typo", MISSPELT)
+    env = {"PYTHONPATH": str(site)}
+    missed = "function before_tool_cal() is not a hook; did you mean before_tool_call?"
+    marked = (
+        "function agent_stopp() is not a hook (marked @hookimpl, but no hook has that name); "
+        "did you mean agent_stop?"
+    )
+    listed = kodelet(project, "plugins", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    notes = listed.stdout.split("\nNotes:\n")[1].splitlines()
+    assert sorted(notes) == sorted([f"  typo: warning: {missed}", f"  typo: warning: {marked}"])
+    [row] = [r for r in json.loads(kodelet(project, "plugins", "list", "--json", env=env).stdout)
+             if r["name"] == "typo"]  # fmt: skip
+    assert sorted(row["warnings"]) == sorted([missed, marked])
+
+    rows = json.loads(kodelet(project, "hooks", "list", "--json", env=env).stdout)
+    mine = {(r["event"], r["status"], r["reason"]) for r in rows if r["name"] == "typo"}
+    assert mine == {
+        ("before_tool_call", "skipped", missed),
+        ("after_tool_call", "active", None),
+        ("agent_stop", "skipped", marked),
+    }
+
+
+def test_a_misspelt_argument_is_printed_as_lines(tmp_path: Path, project: Path) -> None:
+    site = tmp_path / "site"
+    install(site, "badarg", "kp_badarg", BAD_ARGUMENT)
+    listed = kodelet(project, "plugins", "list", env={"PYTHONPATH": str(site)})
+    assert "\\n" not in listed.stdout, listed.stdout
+    notes = listed.stdout.split("\nNotes:\n")[1].splitlines()
+    assert notes[0] == "  badarg: register failed: Plugin 'badarg' for hook 'after_tool_call'"
+    assert notes[1] == "    hookimpl definition: after_tool_call(tool_nam)"
+    assert notes[2].startswith("    Argument(s) {'tool_nam'} are declared in the hookimpl")
+    table = kodelet(project, "hooks", "list", env={"PYTHONPATH": str(site)}).stdout
+    [line] = [ln for ln in table.splitlines() if " badarg " in ln]
+    assert "\\n" not in line and "; hookimpl definition: after_tool_call(tool_nam); " in line

@@ -37,6 +37,7 @@ LIST_KEYS = {
     "skills",
     "recipes",
     "error",
+    "warnings",
 }
 
 
@@ -122,6 +123,7 @@ def test_add_from_a_plain_directory_with_a_chosen_name(tmp_path: Path, proj: Pat
         "skills": ["pdf"],
         "recipes": ["github/pr", "review"],
         "error": None,
+        "warnings": [],
     }
 
 

@@ -7,6 +7,7 @@ plugins``); hosts and tests can ask the same questions without a shell.
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,53 @@ def implemented(runtime: Runtime, plugin: Any) -> list[Event]:
         if opts is not None:
             found.add(opts.get("specname") or attr)
     return [e for e in Event if e.value in found]
+
+
+HOOK_NAMES = ("configure", *(e.value for e in Event))
+
+
+def near_misses(runtime: Runtime, plugin: Any) -> list[tuple[Event | None, str]]:
+    """Functions of a plugin that look meant as hooks but are not: (the event it likely
+    meant, why). A misspelt ``before_tool_cal`` is otherwise silently never called, and
+    the guard it was stops guarding. As pytest does, a function marked ``@hookimpl``
+    whose name is no hook is named too; an unmarked one only when its name is close to
+    a hook's. Asked by the listings only: a runtime's start pays nothing for it."""
+    if plugin is None:
+        return []
+    own = getattr(plugin, "__name__", None) if inspect.ismodule(plugin) else None
+    found: list[tuple[Event | None, str]] = []
+    for attr in dir(plugin):
+        if attr.startswith("_") or attr in HOOK_NAMES:
+            continue
+        try:
+            value = getattr(plugin, attr)
+        except Exception:
+            continue
+        if not (inspect.isfunction(value) or inspect.ismethod(value)):
+            continue
+        if own is not None and getattr(value, "__module__", None) != own:
+            continue  # imported into the module, not its own
+        opts = runtime.pm.parse_hookimpl_opts(plugin, attr)
+        name = (opts.get("specname") if opts else None) or attr
+        if name in HOOK_NAMES:
+            continue
+        close = difflib.get_close_matches(name, HOOK_NAMES, n=1, cutoff=0.8)
+        if opts is None and not close:
+            continue
+        meant = close[0] if close else None
+        why = f"function {name}() is not a hook" + (
+            " (marked @hookimpl, but no hook has that name)" if opts is not None else ""
+        )
+        if meant:
+            why += f"; did you mean {meant}?"
+        event = Event(meant) if meant and meant != "configure" else None
+        found.append((event, why))
+    return found
+
+
+def error_lines(text: str) -> str:
+    """A multi-line error (pluggy's) as one table cell: its lines joined by ``; ``."""
+    return "; ".join(ln.strip() for ln in text.splitlines() if ln.strip())
 
 
 def _row(
@@ -79,6 +127,12 @@ def hook_rows(
         if info.disabled or (info.error and not _registered(runtime, info))
     ]
     errors = {i.name: i.error for i in runtime.plugins if i.error and _registered(runtime, i)}
+    misses = [
+        (info, event, why)
+        for info in runtime.plugins
+        if _registered(runtime, info)
+        for event, why in near_misses(runtime, info.plugin)
+    ]
     renamed = _renamed_events(runtime, discovered)
     rows: list[dict[str, Any]] = []
     for event in Event:
@@ -102,6 +156,9 @@ def hook_rows(
         for c in claude_off:
             if c.event is event:
                 rows.append(_row(event, c.name, Source.CLAUDE, c.path, None, c.status, c.reason))
+        for info, meant, why in misses:
+            if meant is event:
+                rows.append(_row(event, info.name, info.kind, info.path, None, Status.SKIPPED, why))
         for info, events in natives_off:
             if event in events and not info.error:
                 rows.append(
@@ -121,11 +178,13 @@ def hook_rows(
     for c in claude_off:
         if c.event is None:
             rows.append(_row(None, c.name, Source.CLAUDE, c.path, None, c.status, c.reason))
+    for info, meant, why in misses:
+        if meant is None:
+            rows.append(_row(None, info.name, info.kind, info.path, None, Status.SKIPPED, why))
     for info, events in natives_off:
         if info.error:
-            rows.append(
-                _row(None, info.name, info.kind, info.path, None, Status.SKIPPED, info.error)
-            )
+            reason = error_lines(info.error)
+            rows.append(_row(None, info.name, info.kind, info.path, None, Status.SKIPPED, reason))
         elif not events:
             rows.append(
                 _row(
@@ -255,4 +314,5 @@ def _plugin_row(
         "recipes": shipped.get(info.name, []) if builtin else [],
         "error": info.error,
         "disabled": info.disabled,
+        "warnings": [why for _, why in near_misses(runtime, info.plugin)],
     }

@@ -57,6 +57,7 @@ def _repo_row(repo: repos.InstalledRepo) -> dict[str, Any]:
         "skills": list(repo.skills),
         "recipes": list(repo.recipes),
         "error": repo.error,
+        "warnings": [],
         "_disabled": False,
         "_version": repo.version_label,
         "_installed": _installed_from(repo.manifest),
@@ -114,7 +115,20 @@ def list_plugins(
     if sources:
         typer.echo("\nInstalled from:")
         typer.echo("\n".join(sources))
-    notes = ["  " + printable(f"{r['name']}: {r['error']}") for r in rows if r["error"]]
+    # A multi-line error (pluggy's, for a misspelt argument) is printed as its lines.
+    notes = [
+        "\n".join(
+            ("  " if i == 0 else "    ") + printable(line)
+            for i, line in enumerate(f"{r['name']}: {r['error']}".splitlines())
+        )
+        for r in rows
+        if r["error"]
+    ]
+    notes += [
+        "  " + printable(f"{r['name']}: warning: {why}")
+        for r in rows
+        for why in r.get("warnings", ())
+    ]
     notes += [
         "  " + printable(f"{r['name']}: disabled in config.toml") for r in rows if r["_disabled"]
     ]
