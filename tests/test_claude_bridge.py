@@ -551,3 +551,29 @@ def test_status_names_the_hooks_that_would_run(claude_project: Path) -> None:
     assert "project" in proc.stdout and "not installed" in proc.stdout
     for name in ("pre", "post", "prompt", "stop"):
         assert f". {name} (executable)" in proc.stdout
+
+
+def test_install_never_writes_through_a_planted_link(tmp_path: Path, isolated_home: Path) -> None:
+    victim = isolated_home / ".bashrc"
+    victim.write_text("# mine\n")
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    settings = claude / "settings.json"
+    settings.write_text('{"model": "x"}\n')
+    (claude / "settings.json.bak").symlink_to(victim)
+    proc = kodelet("claude", "install", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text() == "# mine\n"
+    backup = claude / "settings.json.bak"
+    assert not backup.is_symlink() and json.loads(backup.read_text()) == {"model": "x"}
+
+    # A settings file that is a link (to a token file, say) is neither copied nor written.
+    secret = isolated_home / "token.json"
+    secret.write_text('{"token": "s3cret"}\n')
+    settings.unlink()
+    backup.unlink()
+    settings.symlink_to(secret)
+    proc = kodelet("claude", "install", cwd=tmp_path)
+    assert proc.returncode == 1 and "symbolic link" in proc.stderr
+    assert secret.read_text() == '{"token": "s3cret"}\n'
+    assert not backup.exists()
