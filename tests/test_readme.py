@@ -54,3 +54,57 @@ def test_readme_guardrail_blocks_rm_rf_and_allows_the_rest(tmp_path: Path) -> No
     assert json.loads(allowed.stdout) == {"blocked": False}
     trace = [json.loads(line) for line in allowed.stderr.splitlines() if line.startswith("{")]
     assert [(t["name"], t["outcome"]) for t in trace] == [("no-rm-rf", "no-action")]
+
+
+def _block(heading: str) -> str:
+    section = README.read_text().split(f"\n## {heading}\n", 1)[1]
+    found = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert found, f"README lost the commands under {heading!r}"
+    return found.group(1)
+
+
+def test_readme_install_lines_need_only_python3() -> None:
+    """Each block's first line starts from a machine with python3 alone: it makes and
+    activates a venv before any pip, and installs what the next lines run."""
+    for heading, needs in [("Try it", "kodelet"), ("Develop", "nox")]:
+        first, *rest = _block(heading).splitlines()
+        assert first.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install")
+        assert rest[0].split()[0] == needs
+    assert " nox" in _block("Develop").splitlines()[0]
+    assert "nox -s tests " in _block("Develop")
+
+
+def test_readme_try_it_runs_verbatim_with_only_python3(tmp_path: Path) -> None:
+    """The two lines under "Try it", pasted into bash in a fresh copy of the project,
+    with no kodelet, pip or venv on PATH: only a python3."""
+    import shutil
+
+    src = tmp_path / "kodelet"
+    shutil.copytree(
+        README.parent,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".git", ".nox", ".venv", "*.egg-info", "build", "__pycache__"
+        ),
+    )
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(bindir), "/usr/bin", "/bin"]),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        ["bash", "-e", "-c", _block("Try it")],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Replay of demo_session.json" in done.stdout
+    assert (src / ".venv" / "bin" / "kodelet").exists()
