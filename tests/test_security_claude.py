@@ -1,0 +1,107 @@
+"""Attacks on the Claude Code surfaces (issue 24): matchers, settings files, Claude
+plugins, `claude run`, replay, async hooks and emission. Each test reproduces its
+attack with real files, real processes and the real CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.claude import Matcher, MatcherError
+
+from tests.test_claude_adapter import NO_RM, command, project_settings, script, settings
+from tests.test_repos import no_traceback, run_kodelet
+
+RM = {"command": "rm -rf /"}
+
+
+def hooks_run(project: Path, tool: str, *extra: str, timeout: float = 60) -> Any:
+    payload = json.dumps({"tool_name": tool, "tool_input": RM})
+    return run_kodelet(
+        "--cwd",
+        str(project),
+        "hooks",
+        "run",
+        "before_tool_call",
+        *extra,
+        "--payload",
+        "-",
+        stdin=payload,
+        timeout=timeout,
+    )
+
+
+def listed(project: Path, *extra: str) -> list[dict[str, Any]]:
+    res = run_kodelet("--cwd", str(project), "hooks", "list", "--json", *extra)
+    assert res.returncode == 0, res.stderr
+    rows: list[dict[str, Any]] = json.loads(res.stdout)
+    return rows
+
+
+# -- item 4: matching is bounded in time whatever the pattern -------------------------
+
+
+@pytest.mark.parametrize("pattern", ["^(a+)+$", "^(a|aa)+$", "^(.*a){12}$", "(a*)*b"])
+def test_a_backtracking_matcher_cannot_hang_the_host(project: Path, pattern: str) -> None:
+    guard = script(project, "no_rm.sh", NO_RM)
+    settings(project_settings(project), {"PreToolUse": [command(guard, pattern)]})
+    tool = "a" * 29 + "!"  # the model chooses tool names (MCP)
+    start = time.monotonic()
+    res = hooks_run(project, tool, "--timeout", "1", timeout=30)
+    assert time.monotonic() - start < 10, "matching took longer than the hook's timeout"
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"blocked": False}
+    assert json.loads(hooks_run(project, "a" * 29).stdout)["blocked"] is (pattern != "(a*)*b")
+
+
+def test_matching_a_huge_value_is_linear() -> None:
+    matchers = [Matcher(p) for p in ("^(a+)+$", "(x+x+)+y", "^(\\w+\\s?)*$", "(.*){20}z")]
+    value = "a" * 200_000 + "!"
+    start = time.monotonic()
+    assert not any(m(value) for m in matchers)
+    assert time.monotonic() - start < 2
+
+
+# -- item 5: what JavaScript reads otherwise is refused, with the file and key -------
+
+
+def test_a_javascript_named_group_is_read_as_javascript_reads_it(project: Path) -> None:
+    guard = script(project, "no_rm.sh", NO_RM)
+    settings(project_settings(project), {"PreToolUse": [command(guard, "(?<tool>Bash)")]})
+    assert json.loads(hooks_run(project, "bash").stdout) == {
+        "blocked": True,
+        "reason": "no rm -rf here",
+    }
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(?=Bash)", "(?<!x)Bash", "(?i)bash", "(?P<t>Bash)", "(B)\\1ash", "\\ABash", "\\p{L}ash"],
+)
+def test_javascript_syntax_read_otherwise_is_refused_with_file_and_key(
+    project: Path, pattern: str
+) -> None:
+    guard = script(project, "no_rm.sh", NO_RM)
+    path = settings(project_settings(project), {"PreToolUse": [command(guard, pattern)]})
+    rows = [r for r in listed(project) if r["name"].startswith("claude:project:PreToolUse:0")]
+    assert [r["status"] for r in rows] == ["skipped"]
+    assert rows[0]["path"] == str(path)
+    assert "hooks.PreToolUse[0].matcher" in rows[0]["reason"]
+    res = run_kodelet("--cwd", str(project), "hooks", "list")
+    assert "hooks.PreToolUse[0].matcher" in res.stdout + res.stderr
+    no_traceback(res)
+    with pytest.raises(MatcherError):
+        Matcher(pattern)
+
+
+def test_a_refused_matcher_blocks_a_fail_closed_guard(project: Path) -> None:
+    guard = script(project, "no_rm.sh", NO_RM)
+    settings(project_settings(project), {"PreToolUse": [command(guard, "(?=Bash)")]})
+    (project / ".kodelet" / "config.toml").write_text(
+        '[hooks."claude:project:PreToolUse:0:0"]\nfail_closed = true\n'
+    )
+    out = json.loads(hooks_run(project, "bash").stdout)
+    assert out["blocked"] is True and "failed (fail-closed)" in out["reason"]
