@@ -105,3 +105,54 @@ def test_a_refused_matcher_blocks_a_fail_closed_guard(project: Path) -> None:
     )
     out = json.loads(hooks_run(project, "bash").stdout)
     assert out["blocked"] is True and "failed (fail-closed)" in out["reason"]
+
+
+# -- item 6: `kodelet claude run` honours the off switches ------------------------------
+
+
+def claude_run(project: Path, *flags: str, env: dict[str, str] | None = None) -> Any:
+    payload = json.dumps({"tool_name": "Bash", "tool_input": RM})
+    return run_kodelet(
+        "--cwd",
+        str(project),
+        *flags,
+        "claude",
+        "run",
+        "PreToolUse",
+        "-p",
+        "-",
+        stdin=payload,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize("switch", ["--no-hooks", "KODELET_NO_HOOKS", "config", "disabled"])
+def test_claude_run_honours_the_off_switches(project: Path, switch: str) -> None:
+    marker = project / "ran"
+    guard = script(project, "guard.sh", f"#!/bin/bash\ntouch {marker}\nexit 2\n")
+    settings(project_settings(project), {"PreToolUse": [command(guard, "Bash")]})
+    flags: tuple[str, ...] = ("--no-hooks",) if switch == "--no-hooks" else ()
+    env = {"KODELET_NO_HOOKS": "1"} if switch == "KODELET_NO_HOOKS" else None
+    if switch == "config":
+        (project / ".kodelet" / "config.toml").write_text("[claude]\nhooks = false\n")
+    if switch == "disabled":
+        (project / ".kodelet" / "config.toml").write_text(
+            '[hooks]\ndisabled = ["claude:project:PreToolUse:0:0"]\n'
+        )
+    res = claude_run(project, *flags, env=env)
+    assert res.returncode == 0, res.stderr
+    assert not marker.exists()
+    assert json.loads(res.stdout) == {}
+    assert ("disabled" if switch == "disabled" else "no Claude Code hook run") in res.stderr
+    on = claude_run(project)
+    if switch in ("config", "disabled"):
+        assert not marker.exists()
+    else:
+        assert on.returncode == 0 and marker.exists()
+
+
+def test_claude_run_refuses_a_bad_config(project: Path) -> None:
+    (project / ".kodelet" / "config.toml").write_text('[claude]\nhooks = "no"\n')
+    res = claude_run(project)
+    assert res.returncode == 2 and "claude.hooks" in res.stderr
+    no_traceback(res)

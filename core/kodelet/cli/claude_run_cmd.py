@@ -13,8 +13,9 @@ from collections import defaultdict
 import typer
 
 from ..claude.events import HookEvent, parse_hook_event
+from ..config import Config, ConfigError, load_config
 from ..places import Places
-from .common import fail, print_json, state
+from .common import fail, print_json, printable, state
 from .hooks_cmd import _read_payload
 
 EVENT_NAMES = ", ".join(e.value for e in HookEvent)
@@ -30,7 +31,10 @@ def run(
     """Run the Claude Code hooks found for this directory (settings files and plugin
     repositories) on one event and print the merged hook output as JSON.
 
-    Hooks that cannot run are named on stderr. Exit status is 0 whatever they decided."""
+    Hooks that cannot run are named on stderr. Exit status is 0 whatever they decided.
+    The off switches hold as for every other command: ``--no-hooks``,
+    ``KODELET_NO_HOOKS=1`` and ``[claude] hooks = false`` run no hook, and a hook
+    disabled in config.toml is not run."""
     # Imported here: the runner is not needed by any other command.
     from ..adapters.claude_code import matcher_of
     from ..adapters.claude_settings import load_hooks
@@ -44,14 +48,26 @@ def run(
     data = _read_payload(payload)
     cwd = str(state(ctx).cwd)
     data.setdefault("cwd", cwd)
+    places = Places.resolve(cwd)
+    try:
+        config = load_config(places, os.environ, no_hooks=state(ctx).no_hooks or None)
+    except ConfigError as exc:
+        fail(str(exc), 2)
+    off = _switched_off(config)
+    specs = [] if off else load_hooks(places, os.environ)
+    if off:
+        typer.echo(f"kodelet: no Claude Code hook run: {off}", err=True)
     table: dict[str, list[HookMatcher]] = defaultdict(list)
-    for spec in load_hooks(Places.resolve(cwd), os.environ):
+    for spec in specs:
         if spec.event != hook_event:
             continue
         if spec.command is None:
-            typer.echo(f"kodelet: skipped {spec.name}: {spec.problem}", err=True)
+            typer.echo(f"kodelet: skipped {spec.name}: {printable(spec.problem or '')}", err=True)
             continue
-        table[hook_event].append(matcher_of(spec))
+        if not config.hook_enabled(spec.name):
+            typer.echo(f"kodelet: skipped {spec.name}: disabled in config.toml", err=True)
+            continue
+        table[hook_event].append(matcher_of(spec, config.hook(spec.name).timeout))
     with Runner(table, cwd=cwd) as runner:
         try:
             results = runner.fire(hook_event, data)
@@ -59,6 +75,15 @@ def run(
             fail(f"invalid input: {exc}", 2)
         results += runner.drain_sync()
     print_json(merge(hook_event, results))
+
+
+def _switched_off(config: Config) -> str | None:
+    """Why no Claude Code hook may run, or None."""
+    if config.no_hooks:
+        return config.sources.get("no_hooks", "--no-hooks")
+    if not config.claude_hooks:
+        return f"[claude] hooks = false ({config.sources.get('claude.hooks', 'config.toml')})"
+    return None
 
 
 def register(app: typer.Typer) -> None:
