@@ -277,3 +277,31 @@ def test_a_misspelt_argument_is_printed_as_lines(tmp_path: Path, project: Path) 
     table = kodelet(project, "hooks", "list", env={"PYTHONPATH": str(site)}).stdout
     [line] = [ln for ln in table.splitlines() if " badarg " in ln]
     assert "\\n" not in line and "; hookimpl definition: after_tool_call(tool_nam); " in line
+
+
+# -- corpus reports in a pipe or a file are not cut to 80 columns --------------------
+
+LONG_HOOK = "formatter-reminder-for-the-whole-team-" + "x" * 40
+
+
+def test_a_corpus_report_in_a_pipe_keeps_every_name_whole(tmp_path: Path, project: Path) -> None:
+    from importlib import resources
+
+    demo = resources.files("kodelet.replay").joinpath("demo_session.json").read_text()
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    names = [f"a-session-with-a-long-descriptive-file-name-number-{i}-{'y' * 30}" for i in (1, 2)]
+    for name in names:
+        (sessions / f"{name}.json").write_text(demo)
+    write_hook(project / ".kodelet" / "hooks", LONG_HOOK, REMINDER)
+    report = kodelet(project, "replay", "--my-hooks", str(sessions))
+    assert report.returncode == 0, report.stderr
+    assert "…" not in report.stdout, report.stdout
+    assert LONG_HOOK in report.stdout
+    assert all(name in report.stdout for name in names)
+    assert all(line == line.rstrip() for line in report.stdout.splitlines())
+    baseline = kodelet(
+        project, "replay", "--my-hooks", str(sessions), "--compare-without", LONG_HOOK
+    )
+    assert baseline.returncode == 0, baseline.stderr
+    assert "…" not in baseline.stdout and LONG_HOOK in baseline.stdout

@@ -141,6 +141,19 @@ def _demo_runtime(stack: contextlib.ExitStack, spec: RuntimeSpec) -> Runtime:
         fail(str(exc), 2)
 
 
+def _print_whole(render: Callable[[Console], None]) -> None:
+    """A terminal gets the tables cut to its width; a pipe or a file gets every name
+    and number whole (rich would cut them to 80 columns), without trailing padding."""
+    console = Console()
+    if console.is_terminal:
+        render(console)
+        return
+    console = Console(width=WHOLE_WIDTH)
+    with console.capture() as captured:
+        render(console)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
 def _print_report(result: Replay, *, demo: bool, only_acted: bool) -> None:
     """A terminal gets each row cut to its width; a pipe or a file gets every detail
     whole, for grep, without the table's padding."""
@@ -253,7 +266,7 @@ def _corpus(
         print_json(data)
     else:
         data["only_acted"] = options.only_acted
-        corpus_report.render(data, Console())
+        _print_whole(lambda console: corpus_report.render(data, console))
     if interrupted:
         typer.echo(
             f"kodelet: interrupted: {len(result.digests)} of {len(sources)} sessions replayed",
