@@ -5,6 +5,7 @@ attack with real files, real processes and the real CLI."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,107 @@ def test_claude_run_refuses_a_bad_config(project: Path) -> None:
     res = claude_run(project)
     assert res.returncode == 2 and "claude.hooks" in res.stderr
     no_traceback(res)
+
+
+# -- item 2: Claude Code's settings files and plugins pass the executables' trust rules --
+
+OTHER_UID = 54321
+
+
+def planted(project: Path, marker: Path) -> Path:
+    """A project settings file whose PreToolUse command leaves ``marker`` when it runs."""
+    guard = script(project, "guard.sh", f"#!/bin/bash\ntouch {marker}\nexit 2\n")
+    return settings(project_settings(project), {"PreToolUse": [command(guard, "Bash")]})
+
+
+def ran_nothing(project: Path, marker: Path, why: str) -> None:
+    res = hooks_run(project, "bash")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"blocked": False}
+    assert not marker.exists()
+    claude = claude_run(project)
+    assert claude.returncode == 0 and json.loads(claude.stdout) == {}
+    assert not marker.exists()
+    assert "untrusted: " in claude.stderr and why in claude.stderr
+    rows = [r for r in listed(project, "--no-exec") if r["name"].startswith("claude:")]
+    assert rows and all(r["status"] == "skipped" for r in rows)
+    assert all("untrusted: " in r["reason"] and why in r["reason"] for r in rows)
+
+
+@pytest.mark.parametrize("how", ["file 666", "dir 777", "file owner", "dir owner"])
+def test_a_settings_file_others_could_write_is_not_run(project: Path, how: str) -> None:
+    marker = project / "ran"
+    path = planted(project, marker)
+    target = path if how.startswith("file") else path.parent
+    if how.endswith("owner"):
+        os.chown(target, OTHER_UID, OTHER_UID)
+        why = f"owned by uid {OTHER_UID}"
+    else:
+        target.chmod(0o666 if target.is_file() else 0o777)
+        why = "group- or world-writable"
+    ran_nothing(project, marker, why)
+    # the same file, put right, runs
+    os.chown(target, os.geteuid(), os.getegid())
+    target.chmod(0o644 if target.is_file() else 0o755)
+    assert json.loads(hooks_run(project, "bash").stdout)["blocked"] is True
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("form", ["{guard}", "python3 {guard}", "$CLAUDE_PROJECT_DIR/{rel}"])
+def test_a_script_in_the_checkout_others_could_write_is_not_run(project: Path, form: str) -> None:
+    marker = project / "ran"
+    guard = Path(script(project, "guard.sh", f"#!/bin/bash\ntouch {marker}\nexit 2\n"))
+    guard.chmod(0o777)
+    text = form.format(guard=guard, rel=guard.relative_to(project))
+    if text.startswith("python3"):
+        guard.write_text(f"open({str(marker)!r}, 'w'); raise SystemExit(2)\n")
+    settings(project_settings(project), {"PreToolUse": [command(text, "Bash")]})
+    res = hooks_run(project, "bash")
+    assert json.loads(res.stdout) == {"blocked": False} and not marker.exists()
+    row = next(r for r in listed(project, "--no-exec") if r["name"].startswith("claude:"))
+    assert row["status"] == "skipped" and "group- or world-writable" in row["reason"]
+    assert text in row["reason"]
+
+
+def test_a_plugin_hooks_json_others_could_write_is_not_run(
+    project: Path, kodelet_home: Path
+) -> None:
+    marker = project / "ran"
+    plugin = kodelet_home / "plugins" / "acme@tools"
+    hooks_json = plugin / "hooks" / "hooks.json"
+    hooks_json.parent.mkdir(parents=True)
+    hooks_json.write_text(
+        json.dumps({"hooks": {"PreToolUse": [command(f"touch {marker}; exit 2", "Bash")]}})
+    )
+    hooks_json.chmod(0o666)
+    res = hooks_run(project, "bash")
+    assert json.loads(res.stdout) == {"blocked": False} and not marker.exists()
+    rows = [r for r in listed(project, "--no-exec") if r["name"].startswith("claude:plugin")]
+    assert [r["status"] for r in rows] == ["skipped"]
+    assert "group- or world-writable" in rows[0]["reason"]
+    hooks_json.chmod(0o644)
+    assert json.loads(hooks_run(project, "bash").stdout)["blocked"] is True
+
+
+def test_an_untrusted_fail_closed_claude_guard_blocks(project: Path) -> None:
+    marker = project / "ran"
+    planted(project, marker).chmod(0o666)
+    (project / ".kodelet" / "config.toml").write_text(
+        '[hooks."claude:project:PreToolUse:0:0"]\nfail_closed = true\n'
+    )
+    out = json.loads(hooks_run(project, "bash").stdout)
+    assert out["blocked"] is True and "failed (fail-closed)" in out["reason"]
+    assert not marker.exists()
+
+
+def test_hooks_list_no_exec_shows_each_claude_hook_with_its_command_and_verdict(
+    project: Path,
+) -> None:
+    marker = project / "ran"
+    planted(project, marker)
+    res = run_kodelet("--cwd", str(project), "hooks", "list", "--no-exec")
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if "claude:project:PreToolUse:0:0" in ln)
+    assert "active" in line and "trusted" in line
+    assert f"runs: {project / '.claude' / 'hooks' / 'guard.sh'}" in line
+    assert not marker.exists()

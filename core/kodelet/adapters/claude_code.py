@@ -60,6 +60,14 @@ def matcher_of(spec: ClaudeHookSpec, default_timeout: float | None = None) -> Ho
     return HookMatcher(spec.matcher, [command])  # type: ignore[list-item]
 
 
+def note(spec: ClaudeHookSpec) -> str:
+    """What ``hooks list`` says of a Claude Code hook that runs: its event, matcher and
+    command, and that its files passed the trust check (docs/SECURITY.md)."""
+    assert spec.event is not None
+    on = spec.event.value if spec.matcher in (None, "", "*") else f"{spec.event} {spec.matcher}"
+    return f"{on}; trusted; runs: {spec.command}"
+
+
 def _no_counterpart(event: HookEvent) -> str:
     return f"{event.value} has no kodelet counterpart"
 
@@ -158,7 +166,7 @@ class ClaudeCodeAdapter(Adapter):
             run=run,
             arun=arun,
             path=str(spec.path),
-            note=event.value if spec.matcher in (None, "", "*") else f"{event} {spec.matcher}",
+            note=note(spec),
         )
 
     def kodelet_hooks(self, event: Event) -> Sequence[AdapterHook]:

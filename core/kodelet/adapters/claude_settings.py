@@ -6,11 +6,21 @@ Claude Code reads ``hooks`` from ``~/.claude/settings.json`` (user),
 written by someone else (a cloned repository brings its ``.claude/``), so a file or
 entry that cannot be read is reported and skipped on its own: it never takes the
 other files' hooks down with it.
+
+Each file is trusted as an executable in ``.kodelet/hooks`` is (docs/SECURITY.md):
+a file, or a directory between it and its root, that another user owns or could
+write makes every hook of that file a skipped one (``untrusted: ...``), and so does
+a script inside the project or plugin that a command names. The roots: ``~/.claude``
+for the user's file, ``<project>/.claude`` for the project's, the kodelet root a
+plugin is installed under for its ``hooks.json``, and the project directory (the
+plugin's directory) for the scripts.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +33,7 @@ from ..claude.installed import is_own
 from ..claude.matchers import Matcher, MatcherError
 from ..config import check_timeout
 from ..places import Places, installed_plugins
+from .discovery import untrusted
 
 log = logging.getLogger("kodelet.claude")
 
@@ -32,11 +43,16 @@ PROMPT_HOOKS = "prompt hooks need a model (not configured)"
 
 @attrs.frozen(kw_only=True)
 class SettingsFile:
-    """One place Claude Code reads hooks from; ``plugin_root`` for a plugin's file."""
+    """One place Claude Code reads hooks from; ``plugin_root`` for a plugin's file.
+
+    ``trust_root``: the top of the directories judged with the file; ``project``: the
+    directory whose scripts a command may name (None: none judged)."""
 
     scope: str
     path: Path
     plugin_root: Path | None = None
+    trust_root: Path | None = None
+    project: Path | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -64,10 +80,17 @@ def settings_files(places: Places, env: Mapping[str, str]) -> list[SettingsFile]
     files: list[SettingsFile] = []
     home = env.get("HOME")
     if home:
-        files.append(SettingsFile(scope="user", path=Path(home) / ".claude" / "settings.json"))
+        user = Path(home) / ".claude"
+        files.append(
+            SettingsFile(
+                scope="user", path=user / "settings.json", trust_root=user, project=places.cwd
+            )
+        )
     project = places.cwd / ".claude"
-    files.append(SettingsFile(scope="project", path=project / "settings.json"))
-    files.append(SettingsFile(scope="local", path=project / "settings.local.json"))
+    for scope, name in (("project", "settings.json"), ("local", "settings.local.json")):
+        files.append(
+            SettingsFile(scope=scope, path=project / name, trust_root=project, project=places.cwd)
+        )
     seen: set[str] = set()
     for _, root in places.roots():
         for name, pdir in installed_plugins(root):
@@ -76,7 +99,11 @@ def settings_files(places: Places, env: Mapping[str, str]) -> list[SettingsFile]
             seen.add(name)
             path = pdir / "hooks" / "hooks.json"
             if path.is_file():
-                files.append(SettingsFile(scope=f"plugin:{name}", path=path, plugin_root=pdir))
+                files.append(
+                    SettingsFile(
+                        scope=f"plugin:{name}", path=path, plugin_root=pdir, trust_root=root
+                    )
+                )
     return files
 
 
@@ -107,6 +134,40 @@ def _read(spec: SettingsFile) -> tuple[dict[str, Any] | None, str | None]:
     return hooks, None
 
 
+_PROJECT_DIR = ("${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR")
+
+
+def untrusted_script(spec: SettingsFile, command: str) -> str | None:
+    """Why a script inside the project (or the plugin) that ``command`` names must not
+    run, or None. Every word that is a path to a file there is judged, so
+    ``python3 .claude/hooks/guard.py`` is as checked as ``./guard.sh``."""
+    roots = [r for r in (spec.plugin_root, spec.project) if r is not None]
+    if not roots:
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for word in words:
+        for var in _PROJECT_DIR:
+            if spec.project is not None:
+                word = word.replace(var, str(spec.project))
+        if spec.plugin_root is not None:
+            word = word.replace(PLUGIN_ROOT, str(spec.plugin_root))
+        if "/" not in word:
+            continue
+        base = spec.plugin_root or spec.project
+        assert base is not None
+        path = Path(os.path.normpath(base / word))  # an absolute word stays itself
+        for root in roots:
+            if path.is_relative_to(root) and path != root and path.is_file():
+                why = untrusted(path, root)
+                if why:
+                    return why
+                break
+    return None
+
+
 def _timeout(value: Any) -> float | None:
     return None if value is None else check_timeout(value, "'timeout'")
 
@@ -128,6 +189,9 @@ def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: A
         timeout = _timeout(raw.get("timeout"))
     except ValueError as exc:
         return _problem(spec, name, f"{where}: {exc}", event)
+    why = untrusted_script(spec, command)
+    if why:
+        return _problem(spec, name, f"{where}.command {command!r}: untrusted: {why}", event)
     root = None if spec.plugin_root is None else str(spec.plugin_root)
     if root is not None:
         command = command.replace(PLUGIN_ROOT, root)
@@ -151,6 +215,10 @@ def read_hooks(spec: SettingsFile) -> Iterator[ClaudeHookSpec]:
     if why is not None:
         yield _problem(spec, base, why)
     if not hooks:
+        return
+    why = None if spec.trust_root is None else untrusted(spec.path, spec.trust_root)
+    if why:
+        yield _problem(spec, base, f"untrusted: {why}")
         return
     for key, matchers in hooks.items():
         try:

@@ -228,6 +228,12 @@ def _untrusted(
     return _chain_problem(real, top, me, sticky_ok=not inside, memo=memo)
 
 
+def untrusted(path: str | Path, root: Path) -> str | None:
+    """Why a file that decides what runs (a hook, a Claude Code settings file, a script
+    one names) must not be trusted: the rule of docs/SECURITY.md, from it up to ``root``."""
+    return _untrusted(path, root)
+
+
 # A Claude Code plugin's hook settings, in its ``hooks/`` directory beside executables.
 CLAUDE_PLUGIN_HOOKS = "hooks.json"
 
