@@ -304,7 +304,7 @@ def test_images_and_text_beside_a_tool_result_leave_placeholders() -> None:
     assert session.items[2] == UserItem(content="and look at this too")
 
 
-# -- 7. format by content, the recorded cwd ------------------------------------------------
+# -- 7. format by content, the payload cwd -------------------------------------------------
 
 
 @needs_real
@@ -328,7 +328,7 @@ print(json.dumps({{"blocked": True, "reason": "cwd=" + json.load(sys.stdin)["cwd
 
 
 @pytest.mark.parametrize("which", ["recorded", "missing", "flag"])
-def test_payload_cwd_is_the_recorded_one_where_it_exists(
+def test_payload_cwd_is_the_project_never_the_recorded_one(
     project: Path, tmp_path: Path, which: str
 ) -> None:
     write_hook(project / ".kodelet" / "hooks", "cwd", CWD_HOOK)
@@ -344,7 +344,7 @@ def test_payload_cwd_is_the_recorded_one_where_it_exists(
     flag = ["--payload-cwd", str(chosen)] if which == "flag" else []
     data = replay_json(project, str(path), *flag)
     reason = data["timeline"][0]["hooks"][0]["detail"]
-    expected = {"recorded": str(recorded), "missing": str(project), "flag": str(chosen)}
+    expected = {"recorded": str(project), "missing": str(project), "flag": str(chosen)}
     assert reason == f"cwd={expected[which]}"
 
 

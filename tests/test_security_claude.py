@@ -261,3 +261,31 @@ def test_hooks_list_no_exec_shows_each_claude_hook_with_its_command_and_verdict(
     assert "active" in line and "trusted" in line
     assert f"runs: {project / '.claude' / 'hooks' / 'guard.sh'}" in line
     assert not marker.exists()
+
+
+# -- item 3: replay runs hooks in the project, never in the transcript's recorded cwd ----
+
+GUARD_SAYS = "#!/bin/bash\n{touch}echo '{who} guard' >&2\nexit 2\n"
+
+
+def test_replay_runs_hooks_in_the_project_not_the_recorded_cwd(
+    project: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "someone-else"
+    marker = tmp_path / "ran-elsewhere"
+    for root, who, touch in ((project, "project", ""), (elsewhere, "planted", f"touch {marker}\n")):
+        script(root, "guard.sh", GUARD_SAYS.format(touch=touch, who=who))
+    settings(project_settings(project), {"UserPromptSubmit": [command(".claude/hooks/guard.sh")]})
+    entry = {
+        "type": "user",
+        "sessionId": "s1",
+        "cwd": str(elsewhere),
+        "message": {"role": "user", "content": "hello"},
+    }
+    transcript = project / "t.jsonl"
+    transcript.write_text(json.dumps(entry) + "\n")
+    res = run_kodelet("--cwd", str(project), "replay", str(transcript), "--json")
+    assert res.returncode == 0, res.stderr
+    assert not marker.exists(), "a hook ran in the transcript's recorded cwd"
+    hooks = json.loads(res.stdout)["timeline"][0]["hooks"]
+    assert [h["detail"] for h in hooks] == ["project guard"]

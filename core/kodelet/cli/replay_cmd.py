@@ -51,7 +51,8 @@ def replay(
         None,
         "--payload-cwd",
         metavar="DIR",
-        help="The cwd hooks see in payloads (default: the recorded one, else the project).",
+        help="The cwd hooks see in payloads and run in (default: the project, never "
+        "the transcript's recorded one).",
         show_default=False,
     ),
     jobs: int = typer.Option(

@@ -22,7 +22,6 @@ starts it.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -130,17 +129,17 @@ class Player:
         cwd: str | None = None,
         agent: str = "",
     ) -> None:
-        """``cwd`` is the payloads' ``cwd``. By default the recorded one where it exists on
-        this machine, else the runtime's: executable hooks run in the payload's cwd, and a
-        directory from someone else's machine would make every one of them fail."""
+        """``cwd`` is the payloads' ``cwd``, by default the runtime's project. Hooks run in
+        the payload's cwd, so the transcript's recorded cwd is never used: it is data
+        from someone else's session, and a directory it names is not a place to execute
+        (another user's ``guard.sh`` would answer for the project's)."""
         self.runtime = runtime
         self.recorded = session
         self.name = name
         self.on_step = on_step
         self.registry = registry
         self.agent = agent
-        recorded_cwd = session.cwd if session.cwd and os.path.isdir(session.cwd) else None
-        self.cwd = cwd if cwd is not None else recorded_cwd
+        self.cwd = cwd
         self._dispatches: list[Dispatch] = []
         self.session = Session(
             runtime,
