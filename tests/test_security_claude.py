@@ -289,3 +289,58 @@ def test_replay_runs_hooks_in_the_project_not_the_recorded_cwd(
     assert not marker.exists(), "a hook ran in the transcript's recorded cwd"
     hooks = json.loads(res.stdout)["timeline"][0]["hooks"]
     assert [h["detail"] for h in hooks] == ["project guard"]
+
+
+# -- item 10: text reports escape what a transcript holds ------------------------------
+
+FORGED = "ls\x1b[2K\r\x1b[1A\x1b]0;owned\x07\x1b]52;c;Y3VybA==\x07\u202e fine"
+
+ECHO_GUARD = """#!{py}
+import json, sys
+if sys.argv[1] == "hook":
+    print("before_tool_call"); sys.exit(0)
+cmd = json.load(sys.stdin)["tool_input"].get("command", "")
+print(json.dumps({{"blocked": True, "reason": "refused " + cmd}}))
+"""
+
+
+def hostile_transcript(path: Path, session: str) -> Path:
+    def entry(kind: str, content: Any) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "sessionId": session,
+            "cwd": "/nowhere",
+            "message": {"id": f"m-{kind}", "role": kind, "content": content},
+        }
+
+    use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": FORGED}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": FORGED}
+    lines = [
+        entry("user", "list files " + FORGED),
+        entry("assistant", [use]),
+        entry("user", [result]),
+        entry("assistant", [{"type": "text", "text": "done " + FORGED}]),
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    return path
+
+
+@pytest.mark.parametrize("report", ["timeline", "corpus", "comparison"])
+def test_text_reports_escape_what_a_transcript_holds(project: Path, report: str) -> None:
+    import sys
+
+    from kodelet.testing import write_hook
+
+    write_hook(project / ".kodelet" / "hooks", "echo-guard", ECHO_GUARD.format(py=sys.executable))
+    one = hostile_transcript(project / ("s\x1b[2K1.jsonl"), "s\x1b]0;x\x07one")
+    args = [str(one)]
+    if report != "timeline":
+        args.append(str(hostile_transcript(project / "s2.jsonl", "two")))
+    if report == "comparison":
+        args += ["--compare-without", "echo-guard"]
+    res = run_kodelet("--cwd", str(project), "replay", *args, "-j", "1")
+    assert res.returncode == 0, res.stderr
+    assert "refused" in res.stdout
+    for raw in ("\x1b", "\x07", "\r", "\u202e"):
+        assert raw not in res.stdout, f"{raw!r} reached the terminal"
+    assert "\\x1b[2K" in res.stdout

@@ -16,6 +16,7 @@ import typer
 
 from ..assembly import hooks_die_with_host, load_runtime
 from ..config import ConfigError
+from ..escaping import printable as printable  # re-exported: the CLI modules import it here
 from ..listing import skipped_hooks
 from ..runtime import Runtime
 
@@ -74,24 +75,6 @@ def print_json(data: Any, *, one_line: bool = False) -> None:
     answer a script compares or greps, printed the same on a terminal and in a pipe."""
     indent = None if one_line else 2
     sys.stdout.write(json.dumps(data, indent=indent, ensure_ascii=False) + "\n")
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def printable(text: object) -> str:
-    """Text from disk (file names, config keys, manifests, reasons) made safe for a
-    terminal: control characters, escape sequences, bidi overrides and line breaks
-    become visible escapes, so nothing read can move the cursor or forge a line.
-    Every plain-text line the CLI prints from disk goes through here; JSON output
-    is escaped by ``json`` instead."""
-    s = str(text)
-    if s.isprintable():
-        return s
-    return "".join(
-        c if c.isprintable() else _ESCAPES.get(c) or c.encode("unicode_escape").decode("ascii")
-        for c in s
-    )
 
 
 def render_table(headers: list[str], rows: list[list[str]], indent: str = "") -> str:

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..escaping import printable
+
 HOOK_COLUMNS = (
     ("events", "events"),
     ("acted", "acted"),
@@ -63,6 +65,11 @@ def _width(console: Console | None) -> int:
     return console.width if console is not None else 100
 
 
+def _shown(text: object, style: str = "") -> Text:
+    """Text from a transcript or a file: escaped (docs/SECURITY.md), never markup."""
+    return Text(printable(text), style=style)
+
+
 def _count(value: int, style: str) -> Text:
     return Text(str(value), style=style if value else "dim")
 
@@ -81,7 +88,7 @@ def hooks_table(hooks: dict[str, Any], console: Console | None = None) -> Table:
     styles = {"blocked": "bold red", "rewrote": "yellow", "failed": "bold magenta"}
     for name, row, cells in zip(hooks, hooks.values(), rows, strict=True):
         counts = [_count(row[key], styles.get(key, "")) for key, _ in HOOK_COLUMNS]
-        table.add_row(name, *counts, *cells[len(HOOK_COLUMNS) :])
+        table.add_row(_shown(name), *counts, *cells[len(HOOK_COLUMNS) :])
     return table
 
 
@@ -100,7 +107,8 @@ def sessions_table(sessions: list[dict[str, Any]], console: Console | None = Non
     styles = {"calls_blocked": "bold red", "messages_blocked": "bold red"}
     for row in ok:
         table.add_row(
-            row["name"], *[_count(row[key], styles.get(key, "")) for key, _ in SESSION_COLUMNS]
+            _shown(row["name"]),
+            *[_count(row[key], styles.get(key, "")) for key, _ in SESSION_COLUMNS],
         )
     return table
 
@@ -108,7 +116,7 @@ def sessions_table(sessions: list[dict[str, Any]], console: Console | None = Non
 def failures(sessions: list[dict[str, Any]], console: Console) -> None:
     for row in sessions:
         if "error" in row:
-            console.print(Text(f"not replayed: {row['error']}", style="magenta"), soft_wrap=True)
+            console.print(_shown(f"not replayed: {row['error']}", "magenta"), soft_wrap=True)
 
 
 def reasons_table(reasons: list[dict[str, Any]], console: Console | None = None) -> Table:
@@ -122,7 +130,7 @@ def reasons_table(reasons: list[dict[str, Any]], console: Console | None = None)
     for r in reasons:
         ex = r["example"]
         where = f"{ex['subject']} ({ex['session']}, turn {ex['turn']})"
-        table.add_row(str(r["count"]), r["hook"], r["reason"], where)
+        table.add_row(str(r["count"]), _shown(r["hook"]), _shown(r["reason"]), _shown(where))
     return table
 
 
@@ -143,11 +151,11 @@ def changes_table(comparison: dict[str, Any], console: Console | None = None) ->
     for c in comparison["changes"]:
         table.add_row(
             Text(c["kind"], style=styles.get(c["kind"], "")),
-            c["session"],
+            _shown(c["session"]),
             str(c["turn"]),
-            f"{c['event']}: {c['subject']}",
-            c.get("hook", ""),
-            c.get("detail", ""),
+            _shown(f"{c['event']}: {c['subject']}"),
+            _shown(c.get("hook", "")),
+            _shown(c.get("detail", "")),
         )
     return table
 

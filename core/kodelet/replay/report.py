@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from ..escaping import printable
 from ..trace import Outcome
 from .player import Replay, Step
 
@@ -160,8 +161,13 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
+def _shown(text: object, style: str = "") -> Text:
+    """A transcript's text as a rich Text: escaped (docs/SECURITY.md), never markup."""
+    return Text(printable(text), style=style)
+
+
 def _one_line(text: Text | str) -> Text:
-    line = text if isinstance(text, Text) else Text(text)
+    line = text if isinstance(text, Text) else _shown(text)
     line.no_wrap, line.overflow = True, "ellipsis"
     return line
 
@@ -176,7 +182,7 @@ def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = Fa
     ``only_acted`` leaves out the hook calls that did nothing.
     """
     table = Table(
-        title=f"Replay of {replay.name}",
+        title=f"Replay of {shown(replay.name)}",
         title_justify="left",
         expand=False,
         box=box.SIMPLE_HEAD,
@@ -202,7 +208,7 @@ def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = Fa
                 turn,
                 Text("note", style=NOTE_STYLE),
                 Text("recording", style="dim"),
-                Text(step.note, style=NOTE_STYLE),
+                _shown(step.note, NOTE_STYLE),
                 "",
                 _one_line(step.subject),
             )
@@ -228,7 +234,7 @@ def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = Fa
                 Text("—", style="dim"),
                 Text("no hooks", style="dim"),
                 "",
-                Text(step.subject, style="dim"),
+                _shown(step.subject, "dim"),
             )
         for record in step.hooks:
             if only_acted and record.outcome is Outcome.NO_ACTION:
@@ -296,23 +302,29 @@ def summary_table(data: dict[str, Any]) -> Table:
     return table
 
 
+def shown(text: object) -> str:
+    """Text from a transcript or a file for a rich markup string: escaped, then quoted."""
+    return escape(printable(text))
+
+
 def render(
     replay: Replay, console: Console, *, only_acted: bool = False, whole: bool = False
 ) -> None:
     """The report on ``console``; ``whole`` cuts nothing (give the console room for it)."""
     s = replay.session
-    head = f"[bold]{escape(replay.name)}[/]: conversation {escape(s.conv_id)}"
+    head = f"[bold]{shown(replay.name)}[/]: conversation {shown(s.conv_id)}"
     if s.model:
-        head += f", recorded with {escape(s.model)}"
+        head += f", recorded with {shown(s.model)}"
     head += f", {len(s.items)} items"
     if s.max_context_window:
         head += f", context window {s.max_context_window}"
     if s.auto_compact.enabled:
         head += f", auto-compact at {s.auto_compact.threshold or 0.8:.0%}"
     if s.invoked_by != "main":
-        head += f", invoked by {s.invoked_by}"
+        head += f", invoked by {shown(s.invoked_by)}"
     console.print(head)
     for event, names in replay.hook_order.items():
-        console.print(f"  {event}: {', '.join(names) if names else '[dim](none)[/]'}")
+        listed = ", ".join(shown(n) for n in names) if names else "[dim](none)[/]"
+        console.print(f"  {shown(event)}: {listed}")
     console.print(timeline_table(replay, only_acted=only_acted, whole=whole))
     console.print(summary_table(summary(replay)))
