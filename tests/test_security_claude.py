@@ -344,3 +344,32 @@ def test_text_reports_escape_what_a_transcript_holds(project: Path, report: str)
     for raw in ("\x1b", "\x07", "\r", "\u202e"):
         assert raw not in res.stdout, f"{raw!r} reached the terminal"
     assert "\\x1b[2K" in res.stdout
+
+
+# -- item 11: a runner with an emit sink keeps bounded records and stderr ----------------
+
+
+def test_an_emit_sink_gets_bounded_records_for_a_flood_of_lines(tmp_path: Path) -> None:
+    from kodelet.claude import CommandHook, HookMatcher, HookProgress, HookResponse, Runner
+
+    records: list[Any] = []
+    flood = "yes e | head -c 6000000 >&2; yes o | head -c 500000; echo end >&2"
+    runner = Runner(
+        {"Stop": [HookMatcher(None, [CommandHook(flood)])]}, cwd=str(tmp_path), emit=records.append
+    )
+    try:
+        start = time.monotonic()
+        (result,) = runner.fire("Stop", {})
+        elapsed = time.monotonic() - start
+    finally:
+        runner.close()
+    progress = [r for r in records if isinstance(r, HookProgress)]
+    assert len(progress) == 1001  # PROGRESS_RECORDS, then one saying how many were not sent
+    assert (
+        progress[-1].output.startswith("kodelet: ") and "more lines not sent" in progress[-1].output
+    )
+    response = records[-1]
+    assert isinstance(response, HookResponse) and response.result is result
+    assert len(response.stderr) <= 4096 and response.stderr.endswith("e\nend")
+    assert len(response.stdout) <= 1024 * 1024
+    assert elapsed < 15

@@ -26,6 +26,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from ..adapters.process import STDERR_TAIL, STDOUT_CAP
 from ..config import check_timeout
 from .command import CommandHook
 from .emission import Emitter, HookProgress, HookResponse, HookStarted, Sink, sdk_outcome
@@ -44,6 +45,44 @@ from .types import (
 )
 
 DEFAULT_TIMEOUT = 60.0
+PROGRESS_RECORDS = 1000
+"""Progress records one hook run emits at most. Past them a line is only kept in the
+response's stdout (up to 1 MiB) and stderr (a 4 KiB tail), and one last record says
+how many lines were not sent: a hook printing millions of lines costs the host a
+bounded number of records and bounded memory, whatever the sink does with them."""
+
+
+class _Kept:
+    """The lines of one stream as one string: its first ``cap`` characters, or with
+    ``tail`` its last. Lines are joined in batches, so a million one-byte lines never
+    sit in a list of a million strings."""
+
+    def __init__(self, cap: int, *, tail: bool) -> None:
+        self.cap, self.tail = cap, tail
+        self.text: str | None = None
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, line: str) -> None:
+        if not self.tail and self.size >= self.cap:
+            return
+        self.parts.append(line)
+        self.size += len(line) + 1
+        if len(self.parts) >= 512 or self.size > 2 * self.cap:
+            self._join()
+
+    def _join(self) -> None:
+        if not self.parts:
+            return
+        text = "\n".join(self.parts if self.text is None else [self.text, *self.parts])
+        self.text = text[-self.cap :] if self.tail else text[: self.cap]
+        self.parts.clear()
+        self.size = len(self.text)
+
+    def value(self) -> str:
+        self._join()
+        return self.text or ""
+
 
 HookCallback: TypeAlias = Callable[[dict[str, Any], str | None, dict[str, Any]], Any]
 """``(input, tool_use_id, context)`` like the Agent SDK's; returns a dict shaped like
@@ -251,24 +290,33 @@ class Runner:
                 session_id=str(wire.get("session_id", "")),
             )
             self._emit(HookStarted(**ids))
-        out_lines: list[str] = []
-        err_lines: list[str] = []
+        kept = {"stdout": _Kept(STDOUT_CAP, tail=False), "stderr": _Kept(STDERR_TAIL, tail=True)}
+        lines = 0
 
         def on_line(stream: str, line: str) -> None:
-            (out_lines if stream == "stdout" else err_lines).append(line)
-            std: dict[str, Any] = {"stdout": line} if stream == "stdout" else {"stderr": line}
-            self._emit(HookProgress(**ids, **std, output=line))
+            nonlocal lines
+            kept[stream].add(line)
+            lines += 1
+            if lines <= PROGRESS_RECORDS:
+                std: dict[str, Any] = {"stdout": line} if stream == "stdout" else {"stderr": line}
+                self._emit(HookProgress(**ids, **std, output=line))
+
+        def unsent() -> None:
+            if lines > PROGRESS_RECORDS:
+                note = f"kodelet: {lines - PROGRESS_RECORDS} more lines not sent as progress"
+                self._emit(HookProgress(**ids, output=note))
 
         def respond(result: HookResult) -> HookResult:
             if not emitting:
                 return result
-            stdout = "\n".join(out_lines)
+            unsent()
+            stdout = kept["stdout"].value()
             self._emit(
                 HookResponse(
                     **ids,
                     output=stdout,
                     stdout=stdout,
-                    stderr="\n".join(err_lines)[-4096:],
+                    stderr=kept["stderr"].value(),
                     exit_code=result.exit_code,
                     outcome=sdk_outcome(result.outcome),
                     duration_ms=round(result.duration * 1000),
