@@ -373,3 +373,78 @@ def test_an_emit_sink_gets_bounded_records_for_a_flood_of_lines(tmp_path: Path) 
     assert len(response.stderr) <= 4096 and response.stderr.endswith("e\nend")
     assert len(response.stdout) <= 1024 * 1024
     assert elapsed < 15
+
+
+# -- item 13: async command hooks are bounded; a stuck callback never holds the exit ------
+
+
+def _live(marker: str) -> int:
+    count = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    count += 1
+        except OSError:
+            continue
+    return count
+
+
+def test_async_command_hooks_are_bounded(tmp_path: Path) -> None:
+    from kodelet.claude import CommandHook, HookMatcher, Runner
+
+    marker = f"h24-async-{os.getpid()}"
+    hook = CommandHook(f"sleep 30; : {marker}", async_=True)
+    runner = Runner({"Stop": [HookMatcher(None, [hook])]}, cwd=str(tmp_path))
+    try:
+        results = [r for _ in range(100) for r in runner.fire("Stop", {})]
+        live = _live(marker)
+        refused = [
+            r for r in results if r.error and "async command hooks already running" in r.error
+        ]
+    finally:
+        runner.close()
+    assert live <= 16, f"{live} async hook processes running at once"
+    assert len(refused) == 100 - 16
+    deadline = time.monotonic() + 10
+    while _live(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _live(marker) == 0
+    # the slots are free again for the next runner
+    again = Runner({"Stop": [HookMatcher(None, [CommandHook("true", async_=True)])]})
+    try:
+        (first,) = again.fire("Stop", {})
+        assert first.error is None
+    finally:
+        again.close()
+
+
+def test_a_callback_past_its_timeout_does_not_hold_the_host_exit(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    host = tmp_path / "host.py"
+    host.write_text(
+        textwrap.dedent(
+            """
+            import time
+            from kodelet.claude import HookMatcher, Runner
+
+            def stuck(data, tool_use_id, context):
+                time.sleep(15)
+
+            runner = Runner({"Stop": [HookMatcher(None, [stuck], timeout=0.3)]})
+            (result,) = runner.fire("Stop", {})
+            print(result.outcome.value, flush=True)
+            runner.close()
+            """
+        )
+    )
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, str(host)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "timeout"
+    assert time.monotonic() - start < 5

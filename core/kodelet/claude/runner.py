@@ -18,6 +18,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import os
+import queue
 import threading
 import time
 import uuid
@@ -50,6 +51,77 @@ PROGRESS_RECORDS = 1000
 response's stdout (up to 1 MiB) and stderr (a 4 KiB tail), and one last record says
 how many lines were not sent: a hook printing millions of lines costs the host a
 bounded number of records and bounded memory, whatever the sink does with them."""
+
+
+MAX_ASYNC = 16
+"""Async command hooks (configured ``async`` or gone async) running at once, in this
+process, across runners. One more is not started (or, gone async, is killed) and
+fails with a reason: a model that fires a hundred tool calls does not get a hundred
+background processes."""
+_ASYNC_SLOTS = threading.BoundedSemaphore(MAX_ASYNC)
+
+
+class _DaemonPool(concurrent.futures.Executor):
+    """Threads for synchronous callbacks that never hold the host's exit.
+
+    A plain callback cannot be interrupted: past its timeout it is abandoned and
+    runs on. ``ThreadPoolExecutor`` joins its threads when the interpreter exits,
+    so one such callback held the host for as long as it ran; these threads are
+    daemons. At most ``size`` run at once; more calls wait their turn."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._shut = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("this runner is closed")
+            self._queue.put((future, fn, args, kwargs))
+            if self._idle.acquire(blocking=False):
+                return future
+            if len(self._threads) < self._size:
+                thread = threading.Thread(target=self._work, name="claude-hook", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args, kwargs = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as exc:  # the caller's future carries it
+                    future.set_exception(exc)
+            del item, future, fn, args, kwargs
+            self._idle.release()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shut = True
+            threads = list(self._threads)
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in threads:
+            self._queue.put(None)
+        if wait:
+            for thread in threads:
+                thread.join()
 
 
 class _Kept:
@@ -123,6 +195,11 @@ class HookMatcher:
         return self.compiled(value if isinstance(value, str) else "")
 
 
+def _too_many(event: HookEvent, name: str) -> HookResult:
+    why = f"not run: {MAX_ASYNC} async command hooks already running"
+    return failed_result(event, why, hook=name, kind="command", duration=0.0)
+
+
 def _name(hook: Hook) -> str:
     if isinstance(hook, CommandHook):
         return hook.label
@@ -184,7 +261,7 @@ class Runner:
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.session_id = session_id
         self._emit = Emitter(emit)
-        self._pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="claude-hook")
+        self._pool = _DaemonPool()
         self._lock = threading.Lock()
         self._running: list[_Running] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -326,7 +403,10 @@ class Runner:
             return result
 
         late: Awaitable[HookResult] | None
-        if isinstance(hook, CommandHook):
+        if isinstance(hook, CommandHook) and hook.async_ and not _ASYNC_SLOTS.acquire(False):
+            result, late = _too_many(event, name), None
+        elif isinstance(hook, CommandHook):
+            slot = hook.async_
             try:
                 result, late = await hook.start(
                     event,
@@ -337,11 +417,28 @@ class Runner:
                 )
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a hook never takes the runner down
+            except BaseException as exc:
+                if slot:
+                    _ASYNC_SLOTS.release()
+                if not isinstance(exc, Exception):
+                    raise
+                # a hook never takes the runner down
                 result, late = (
                     failed_result(event, str(exc), hook=name, kind="command", duration=0.0),
                     None,
                 )
+                slot = False
+            if late is not None and not slot:  # it went async on its own
+                slot = _ASYNC_SLOTS.acquire(False)
+                if not slot:
+                    late.cancel()  # kills its process group
+                    with contextlib.suppress(BaseException):
+                        await late
+                    result, late = _too_many(event, name), None
+            if isinstance(late, asyncio.Future):
+                late.add_done_callback(lambda _: _ASYNC_SLOTS.release())
+            elif slot:
+                _ASYNC_SLOTS.release()
         else:
             result, late = await self._call(event, hook, name, wire, tool_use_id, timeout)
         if late is not None:
