@@ -448,3 +448,57 @@ def test_a_callback_past_its_timeout_does_not_hold_the_host_exit(tmp_path: Path)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "timeout"
     assert time.monotonic() - start < 5
+
+
+# -- item 14: leftovers of the earlier attack run ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["nested", "fifo"])
+def test_a_hostile_discovery_cache_is_a_bad_cache(
+    project: Path, kodelet_home: Path, kind: str
+) -> None:
+    import sys
+
+    from kodelet.testing import write_hook
+
+    write_hook(project / ".kodelet" / "hooks", "echo-guard", ECHO_GUARD.format(py=sys.executable))
+    cache = kodelet_home / "cache" / "discovery.json"
+    cache.parent.mkdir(parents=True)
+    cache.parent.chmod(0o755)
+    if kind == "fifo":
+        os.mkfifo(cache, 0o644)
+    else:
+        cache.write_text("[" * 200_000 + "]" * 200_000)
+        cache.chmod(0o644)
+    for args in (("hooks", "list", "--no-exec"), ("hooks", "list")):
+        res = run_kodelet("--cwd", str(project), *args, timeout=30)
+        assert res.returncode == 0, res.stderr
+        assert "echo-guard" in res.stdout
+        no_traceback(res)
+    out = hooks_run(project, "bash", timeout=30)
+    assert json.loads(out.stdout)["blocked"] is True
+
+
+def test_an_in_place_metadata_edit_is_traced_as_an_action() -> None:
+    from kodelet.assembly import load_runtime
+    from kodelet.trace import Outcome
+
+    from tests.test_security_bounds import MetadataEditor, MetadataReader, after_payload
+
+    rt = load_runtime(
+        entry_points=False,
+        builtins=False,
+        executables=False,
+        plugins=[("editor", MetadataEditor()), ("reader", MetadataReader())],
+    )
+    with rt:
+        d = rt.dispatch(after_payload())
+    outcomes = {r.name: r.outcome for r in d.trace}
+    assert outcomes == {"editor": Outcome.MODIFIED, "reader": Outcome.NO_ACTION}
+
+
+def test_plugins_add_gives_up_on_git_in_a_time_a_user_accepts() -> None:
+    from kodelet import repos
+
+    assert repos.git_timeout({}) <= 120
+    assert repos.git_timeout({repos.GIT_TIMEOUT_ENV: "600"}) == 600

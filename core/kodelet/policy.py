@@ -97,6 +97,9 @@ class Reducer:
 
     stopped = False
     context: tuple[str, ...] = ()
+    watches_in_place = False
+    """True when a hook's ``None`` must still be folded in: it may have edited the
+    payload it was handed in place (after_tool_call's metadata)."""
 
     def __init__(self, payload: BasePayload, plain: bool = False) -> None:
         self.payload: BasePayload = payload
@@ -199,18 +202,34 @@ class AfterToolCallReducer(Reducer):
         # Hooks get their own copy of tool_output: an impl that edits its metadata in
         # place never edits the host's object, and the edit counts as a rewrite (as
         # for tool_input), compared against the host's untouched original.
+        # ``seen`` is the metadata as the last hook was handed it, so that hook's
+        # in-place edit is traced as its action, not as no-action.
         output = payload.tool_output
+        self.seen: Any = None
         if output.metadata is not None:
             metadata = bounded_copy(output.metadata, "payload.tool_output.metadata", depth=2)
             payload = attrs.evolve(payload, tool_output=attrs.evolve(output, metadata=metadata))
+            self.seen = bounded_copy(output.metadata, "payload.tool_output.metadata", depth=2)
+            self.watches_in_place = True
         super().__init__(payload)
         self.original = output
+
+    def _edited_in_place(self, current: AfterToolCallPayload) -> bool:
+        metadata = current.tool_output.metadata
+        if metadata == self.seen:
+            return False
+        self.seen = bounded_copy(metadata, "payload.tool_output.metadata", depth=2)
+        return True
 
     def _fold(self, name: str, result: AfterToolCallResult | None) -> tuple[Outcome, str | None]:
         current: AfterToolCallPayload = self.payload  # type: ignore[assignment]
         if result is None or result.output is None or result.output == current.tool_output:
+            if self._edited_in_place(current):
+                return Outcome.MODIFIED, "edited tool_output.metadata in place"
             return Outcome.NO_ACTION, None
         self.payload = attrs.evolve(current, tool_output=result.output)
+        self.seen = bounded_copy(result.output.metadata, "payload.tool_output.metadata", depth=2)
+        self.watches_in_place = self.seen is not None
         return Outcome.MODIFIED, None
 
     def merged(self) -> AfterToolCallResult:

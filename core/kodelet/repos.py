@@ -43,8 +43,10 @@ MANIFEST = ".kodelet-plugin.json"
 GIT_BASE_ENV = "KODELET_PLUGIN_GIT_BASE"
 DEFAULT_GIT_BASE = "https://github.com"
 GIT_TIMEOUT_ENV = "KODELET_GIT_TIMEOUT"
-GIT_TIMEOUT = 600.0
-"""Seconds one git command may take before its whole process group is killed."""
+GIT_TIMEOUT = 120.0
+"""Seconds one git command may take before its whole process group is killed: a
+plugin repository clones in seconds, and a remote that stopped answering (or a git
+that was stopped) is given up in two minutes, not ten."""
 INSTALL_MAX_BYTES = 200 * 1024 * 1024
 INSTALL_MAX_ENTRIES = 20_000
 MANIFEST_CAP = 1024 * 1024

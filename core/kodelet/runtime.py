@@ -208,7 +208,11 @@ class Runtime:
                 append(failed(red, entry, exc, now - started))
             else:
                 now = clock()
-                if raw is None and (nargs == WHOLE_PAYLOAD or now - started <= slow_after):
+                if (
+                    raw is None
+                    and not red.watches_in_place  # a None may still have edited it
+                    and (nargs == WHOLE_PAYLOAD or now - started <= slow_after)
+                ):
                     append((name, source, no_action, now - started))
                 else:
                     append(settled(red, entry, raw, now - started, slow_after))

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, parse_event
-from ..jsonio import write_atomically
+from ..jsonio import FileError, loads, read_file, write_atomically
 from ..places import cache_dir
 from .discovery import BATCH_LIMIT, NotStarted, query_event, query_events, stat_problem
 
@@ -103,16 +103,19 @@ class DiscoveryCache:
             log.warning("discovery cache ignored: %s", why)
             self._ignored = True
             return
+        # Read as every file from elsewhere is (docs/SECURITY.md): a FIFO in its place
+        # must not hang even `hooks list --no-exec`, nor a deeply nested file raise
+        # RecursionError from every command. Either is a bad cache, rebuilt.
         try:
-            raw = self.path.read_bytes()
+            raw = read_file(self.path, "discovery cache")
         except FileNotFoundError:
             return
-        except OSError as exc:
-            log.debug("discovery cache %s unreadable (%s); ignored", self.path, exc.strerror)
+        except (OSError, FileError) as exc:
+            log.debug("discovery cache unreadable (%s); ignored", exc)
             self._dirty = True
             return
         try:
-            data = json.loads(raw)
+            data = loads(raw, str(self.path))
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise ValueError("unknown format")
             entries = data["entries"]
