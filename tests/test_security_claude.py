@@ -502,3 +502,34 @@ def test_plugins_add_gives_up_on_git_in_a_time_a_user_accepts() -> None:
 
     assert repos.git_timeout({}) <= 120
     assert repos.git_timeout({repos.GIT_TIMEOUT_ENV: "600"}) == 600
+
+
+# -- item 9: a Claude-layout plugin's scripts are never asked `hook` ---------------------
+
+
+def test_a_claude_plugins_scripts_are_not_run_by_discovery(
+    project: Path, kodelet_home: Path, tmp_path: Path
+) -> None:
+    asked = tmp_path / "asked"
+    hooks = kodelet_home / "plugins" / "acme@tools" / "hooks"
+    hooks.mkdir(parents=True)
+    guard = hooks / "guard.sh"
+    guard.write_text(
+        f'#!/bin/bash\nif [ "$1" = hook ]; then echo x >> {asked}; echo before_tool_call; fi\n'
+        '[ "$1" = hook ] && exit 0\necho "plugin guard" >&2\nexit 2\n'
+    )
+    guard.chmod(0o755)
+    (hooks / "hooks.json").write_text(
+        json.dumps(
+            {"hooks": {"PreToolUse": [command("${CLAUDE_PLUGIN_ROOT}/hooks/guard.sh", "Bash")]}}
+        )
+    )
+    res = run_kodelet("--cwd", str(project), "hooks", "list", "--json")
+    assert res.returncode == 0, res.stderr
+    names = [r["name"] for r in json.loads(res.stdout)]
+    assert "claude:plugin:acme/tools:PreToolUse:0:0" in names
+    assert not any(n.startswith("acme/tools/") for n in names)
+    ran = hooks_run(project, "bash")
+    assert json.loads(ran.stdout) == {"blocked": True, "reason": "plugin guard"}
+    assert "guard.sh" not in ran.stderr
+    assert not asked.exists(), "discovery ran the Claude plugin's script with `hook`"

@@ -262,6 +262,12 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             why = f"hooks directory unreadable: {exc.strerror or exc}"
             skipped.append(DiscoveredHook.not_run(whole, why))
             continue
+        if plugin and any(e.name == CLAUDE_PLUGIN_HOOKS for e in entries):
+            # Claude Code's plugin layout: hooks.json says what runs, and the files
+            # beside it are the scripts it names, not kodelet executables. Asking them
+            # `hook` would run each one at every start (the Claude Code adapter runs
+            # them when their hooks.json entry matches).
+            continue
         prefix = f"{plugin}/" if plugin else ""
         for listed in entries:
             lst: os.stat_result | None = None
@@ -282,8 +288,6 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             if unreachable is not None:
                 skipped.append(DiscoveredHook.not_run(cand, unreachable))
                 continue
-            if plugin and listed.name == CLAUDE_PLUGIN_HOOKS:
-                continue  # Claude Code's plugin layout: the Claude Code adapter reads it
             if listed.name.endswith(DISABLE_SUFFIX):
                 skipped.append(DiscoveredHook.not_run(cand, "renamed to .disable", Status.DISABLED))
                 continue
