@@ -66,6 +66,7 @@ SUBAGENT_TOOLS = ("Task", "Agent")
 
 NO_RESULT = "no tool_result for this call in the transcript"
 
+
 def _usage(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
