@@ -533,3 +533,34 @@ def test_a_claude_plugins_scripts_are_not_run_by_discovery(
     assert json.loads(ran.stdout) == {"blocked": True, "reason": "plugin guard"}
     assert "guard.sh" not in ran.stderr
     assert not asked.exists(), "discovery ran the Claude plugin's script with `hook`"
+
+
+# -- item 8: ${CLAUDE_PLUGIN_ROOT} reaches the shell as a quoted variable, never as text --
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "${CLAUDE_PLUGIN_ROOT}/hooks/guard.sh",
+        '"${CLAUDE_PLUGIN_ROOT}/hooks/guard.sh"',
+        "bash '${CLAUDE_PLUGIN_ROOT}/hooks/guard.sh'",
+    ],
+)
+def test_the_plugin_root_is_passed_not_pasted(project: Path, tmp_path: Path, form: str) -> None:
+    home = tmp_path / "a home $(touch pwned)" / ".kodelet"
+    hooks = home / "plugins" / "acme@tools" / "hooks"
+    hooks.mkdir(parents=True)
+    guard = hooks / "guard.sh"
+    guard.write_text('#!/bin/bash\necho "plugin guard" >&2\nexit 2\n')
+    guard.chmod(0o755)
+    (hooks / "hooks.json").write_text(
+        json.dumps({"hooks": {"PreToolUse": [command(form, "Bash")]}})
+    )
+    payload = json.dumps({"tool_name": "bash", "tool_input": RM})
+    res = run_kodelet(
+        "--cwd", str(project), "hooks", "run", "before_tool_call", "-p", "-",
+        stdin=payload, env={"KODELET_HOME": str(home)},
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"blocked": True, "reason": "plugin guard"}
+    assert not (project / "pwned").exists(), "a directory name ran as a command"

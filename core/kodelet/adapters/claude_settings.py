@@ -137,6 +137,33 @@ def _read(spec: SettingsFile) -> tuple[dict[str, Any] | None, str | None]:
 _PROJECT_DIR = ("${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR")
 
 
+def quote_plugin_root(command: str) -> str:
+    """``command`` with each ``${CLAUDE_PLUGIN_ROOT}`` a double-quoted expansion of the
+    environment variable the command hook gets, never the path pasted into the text:
+    a space in the path must not split a word (exit 127, a guard failing open), and
+    ``$(...)`` in a directory name must not run. Inside double quotes it is left as
+    it is; inside single quotes the quote is closed around it."""
+    out: list[str] = []
+    quote = ""
+    i, n = 0, len(command)
+    while i < n:
+        if command.startswith(PLUGIN_ROOT, i):
+            quoted = f'"{PLUGIN_ROOT}"'
+            out.append({"": quoted, '"': PLUGIN_ROOT, "'": f"'{quoted}'"}[quote])
+            i += len(PLUGIN_ROOT)
+            continue
+        c = command[i]
+        if c == "\\" and quote != "'":
+            out.append(command[i : i + 2])
+            i += 2
+            continue
+        if c in "'\"" and quote in ("", c):
+            quote = "" if quote else c
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def untrusted_script(spec: SettingsFile, command: str) -> str | None:
     """Why a script inside the project (or the plugin) that ``command`` names must not
     run, or None. Every word that is a path to a file there is judged, so
@@ -194,7 +221,7 @@ def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: A
         return _problem(spec, name, f"{where}.command {command!r}: untrusted: {why}", event)
     root = None if spec.plugin_root is None else str(spec.plugin_root)
     if root is not None:
-        command = command.replace(PLUGIN_ROOT, root)
+        command = quote_plugin_root(command)
     return ClaudeHookSpec(
         name=name,
         scope=spec.scope,
