@@ -168,7 +168,8 @@ def test_kodelet_missing_blocks_through_on_failure(agent: Agent) -> None:
     settings = json.loads((agent.project / ".claude" / "settings.json").read_text())
     pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]
     assert pre.get("onFailure") == "block"
-    run = agent.run([bash("touch marker"), [text("fin")]], path_prefix=[])
+    # A PATH without any kodelet (nox puts its venv's bin on PATH): the command is not found.
+    run = agent.run([bash("touch marker"), [text("fin")]], env={"PATH": "/usr/bin:/bin"})
     assert not (agent.project / "marker").exists(), run.tool_result_text()
 
 
