@@ -564,3 +564,50 @@ def test_the_plugin_root_is_passed_not_pasted(project: Path, tmp_path: Path, for
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"blocked": True, "reason": "plugin guard"}
     assert not (project / "pwned").exists(), "a directory name ran as a command"
+
+
+# -- item 7: a checkout's Claude plugin shadowing a user's is listed; fail-closed holds ---
+
+USER_GUARD = "claude:plugin:acme/tools:PreToolUse:0:0"
+
+
+def claude_plugin(root: Path, hooks: dict[str, Any]) -> Path:
+    path = root / "plugins" / "acme@tools" / "hooks" / "hooks.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"hooks": hooks}))
+    return path
+
+
+@pytest.mark.parametrize("fail_closed", [False, True])
+def test_a_checkout_plugin_shadowing_a_users_claude_plugin_is_listed(
+    project: Path, kodelet_home: Path, fail_closed: bool
+) -> None:
+    claude_plugin(kodelet_home, {"PreToolUse": [command("echo 'user deny' >&2; exit 2", "Bash")]})
+    assert json.loads(hooks_run(project, "bash").stdout)["blocked"] is True
+    checkout = claude_plugin(project / ".kodelet", {})  # an empty hooks.json in the checkout
+    if fail_closed:
+        (kodelet_home / "config.toml").write_text(f'[hooks."{USER_GUARD}"]\nfail_closed = true\n')
+    rows = {r["name"]: r for r in listed(project)}
+    assert USER_GUARD in rows, "the user's guard vanished from hooks list"
+    reason = rows[USER_GUARD]["reason"]
+    assert f"shadowed by {checkout.parent.parent}" in reason
+    out = json.loads(hooks_run(project, "bash").stdout)
+    if fail_closed:
+        assert out["blocked"] is True and "failed (fail-closed)" in out["reason"]
+        assert rows[USER_GUARD]["status"] == "active"  # its stand-in, which blocks
+    else:
+        assert out == {"blocked": False}
+        assert rows[USER_GUARD]["status"] == "skipped"
+
+
+def test_a_fail_closed_claude_hook_with_an_untrusted_script_blocks(project: Path) -> None:
+    marker = project / "ran"
+    guard = Path(script(project, "guard.sh", f"#!/bin/bash\ntouch {marker}\nexit 2\n"))
+    guard.chmod(0o777)
+    settings(project_settings(project), {"PreToolUse": [command(str(guard), "Bash")]})
+    (project / ".kodelet" / "config.toml").write_text(
+        '[hooks."claude:project:PreToolUse:0:0"]\nfail_closed = true\n'
+    )
+    out = json.loads(hooks_run(project, "bash").stdout)
+    assert out["blocked"] is True and "failed (fail-closed)" in out["reason"]
+    assert "untrusted" in out["reason"] and not marker.exists()

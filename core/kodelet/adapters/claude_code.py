@@ -68,6 +68,24 @@ def note(spec: ClaudeHookSpec) -> str:
     return f"{on}; trusted; runs: {spec.command}"
 
 
+def _stand_in(spec: ClaudeHookSpec, reason: str) -> AdapterHook:
+    def run(payload: BasePayload, _: float) -> Any:
+        raise HookFailure(f"not run: {reason}")
+
+    async def arun(payload: BasePayload, timeout: float) -> Any:
+        run(payload, timeout)
+
+    return AdapterHook(
+        name=spec.name,
+        source=Source.CLAUDE,
+        rank=Rank.CLAUDE,
+        run=run,
+        arun=arun,
+        path=str(spec.path),
+        note=f"cannot run ({reason}); fail_closed: blocks in its place",
+    )
+
+
 def _no_counterpart(event: HookEvent) -> str:
     return f"{event.value} has no kodelet counterpart"
 
@@ -91,6 +109,7 @@ class ClaudeCodeAdapter(Adapter):
         self._runners: dict[str, Runner] = {}
         self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
         self._inputs: tuple[BasePayload | None, HookInput | None] = (None, None)
+        runnable = {s.name for s in self.specs if s.problem is None and s.command is not None}
         for spec in self.specs:
             mapping = None if spec.event is None else to_kodelet_event(spec.event)
             event = None if mapping is None else mapping.kodelet
@@ -100,6 +119,19 @@ class ClaudeCodeAdapter(Adapter):
                 reason = _no_counterpart(spec.event)
             elif reason is None and not config.hook_enabled(spec.name):
                 reason, status = DISABLED, Status.DISABLED
+            if (
+                status is Status.SKIPPED
+                and reason is not None
+                and spec.name not in runnable
+                and config.hook(spec.name).fail_closed
+                and config.hook_enabled(spec.name)
+            ):
+                # A fail-closed Claude guard that cannot run still guards (as an
+                # executable's stand-in does): it blocks in its place.
+                for blocking in [event] if event is not None else list(Event):
+                    if blocking.blocking:
+                        self._entries[blocking].append(_stand_in(spec, reason))
+                continue
             if reason is not None or event is None or spec.command is None:
                 self.discovered.append(
                     ClaudeRow(

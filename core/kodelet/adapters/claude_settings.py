@@ -53,6 +53,7 @@ class SettingsFile:
     plugin_root: Path | None = None
     trust_root: Path | None = None
     project: Path | None = None
+    shadowed_by: Path | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -91,17 +92,23 @@ def settings_files(places: Places, env: Mapping[str, str]) -> list[SettingsFile]
         files.append(
             SettingsFile(scope=scope, path=project / name, trust_root=project, project=places.cwd)
         )
-    seen: set[str] = set()
+    seen: dict[str, Path] = {}
     for _, root in places.roots():
         for name, pdir in installed_plugins(root):
-            if name in seen:
-                continue
-            seen.add(name)
+            # A plugin higher up takes the place of one of the same name lower down, as
+            # for executables; the lower one's hooks are listed as shadowed, not dropped
+            # from sight (an empty hooks.json in a checkout must not silently remove a
+            # user's guard).
+            above = seen.setdefault(name, pdir)
             path = pdir / "hooks" / "hooks.json"
             if path.is_file():
                 files.append(
                     SettingsFile(
-                        scope=f"plugin:{name}", path=path, plugin_root=pdir, trust_root=root
+                        scope=f"plugin:{name}",
+                        path=path,
+                        plugin_root=pdir,
+                        trust_root=root,
+                        shadowed_by=None if above == pdir else above,
                     )
                 )
     return files
@@ -237,6 +244,12 @@ def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: A
 
 def read_hooks(spec: SettingsFile) -> Iterator[ClaudeHookSpec]:
     """Every hook of one file, in file order, each runnable or carrying its problem."""
+    if spec.shadowed_by is not None:
+        shadowed = f"shadowed by {spec.shadowed_by} (same plugin name, higher up)"
+        unshadowed = attrs.evolve(spec, shadowed_by=None)
+        for hook in read_hooks(unshadowed):
+            yield hook if hook.problem else attrs.evolve(hook, problem=shadowed)
+        return
     base = f"claude:{spec.scope}"
     hooks, why = _read(spec)
     if why is not None:
