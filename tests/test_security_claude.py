@@ -611,3 +611,36 @@ def test_a_fail_closed_claude_hook_with_an_untrusted_script_blocks(project: Path
     out = json.loads(hooks_run(project, "bash").stdout)
     assert out["blocked"] is True and "failed (fail-closed)" in out["reason"]
     assert "untrusted" in out["reason"] and not marker.exists()
+
+
+# -- low: the testing kit shows which shell spellings get past a guard -------------------
+
+
+def test_unblocked_shells_names_the_spellings_a_guard_misses(tmp_path: Path) -> None:
+    from kodelet import hookimpl
+    from kodelet.testing import SHELL_TOOL_NAMES, isolated_runtime, unblocked_shells
+
+    class Naive:
+        @hookimpl
+        def before_tool_call(self, tool_name: str, tool_input: dict[str, Any]) -> Any:
+            if tool_name == "bash" and "rm -rf" in tool_input.get("command", ""):
+                return {"blocked": True, "reason": "no"}
+            return None
+
+    class EveryShell:
+        @hookimpl
+        def before_tool_call(self, tool_name: str, tool_input: dict[str, Any]) -> Any:
+            last = tool_name.lower().rsplit("__", 1)[-1]
+            shells = {"bash", "sh", "shell", "run_shell_command", "execute_command"}
+            command = tool_input.get("command")
+            if (last in shells or isinstance(command, str)) and "rm -rf" in str(command):
+                return {"blocked": True, "reason": "no"}
+            return None
+
+    with isolated_runtime(tmp_path, Naive()) as naive:
+        missed = unblocked_shells(naive)
+    assert "bash" not in missed
+    assert {"BASH", "mcp__shell__bash", "shell"} <= set(missed)
+    with isolated_runtime(tmp_path, EveryShell()) as every:
+        assert unblocked_shells(every) == []
+        assert unblocked_shells(every, "ls") == list(SHELL_TOOL_NAMES)

@@ -41,6 +41,7 @@ from .runtime import Runtime
 from .wire import build_payload, converter, payload_to_wire
 
 __all__ = [
+    "SHELL_TOOL_NAMES",
     "HookFailure",
     "RuntimeFactory",
     "after_tool_call_payload",
@@ -53,6 +54,7 @@ __all__ = [
     "make_payload",
     "per_call_runtime",
     "run_executable_hook",
+    "unblocked_shells",
     "user_message_send_payload",
     "write_hook",
 ]
@@ -106,6 +108,37 @@ def before_tool_call_payload(
         fields["tool_input"] = dict(tool_input)
     payload = make_payload(Event.BEFORE_TOOL_CALL, tool_name=tool_name, **fields)
     return cast(BeforeToolCallPayload, payload)
+
+
+SHELL_TOOL_NAMES = (
+    "bash",
+    "Bash",
+    "BASH",
+    "shell",
+    "sh",
+    "run_shell_command",
+    "execute_command",
+    "mcp__shell__bash",
+    "mcp__shell__execute_command",
+    "mcp__desktop-commander__start_process",
+)
+"""Names under which agents and MCP servers offer a shell. kodelet maps the names of
+Claude Code's built-in tools (``Bash`` → ``bash``); any other spelling reaches hooks
+as the agent wrote it (docs/SECURITY.md, "Matching every shell")."""
+
+
+def unblocked_shells(
+    runtime: Runtime, command: str = "rm -rf /", names: Iterable[str] = SHELL_TOOL_NAMES
+) -> list[str]:
+    """The tool names in ``names`` under which ``runtime``'s hooks let a call running
+    ``command`` through: ``[]`` for a guard that matches every shell. Each call is a
+    ``before_tool_call`` with ``{"command": command}`` as its input."""
+    let_through = []
+    for name in names:
+        payload = before_tool_call_payload(name, {"command": command})
+        if not runtime.dispatch(payload).result.blocked:
+            let_through.append(name)
+    return let_through
 
 
 def after_tool_call_payload(
