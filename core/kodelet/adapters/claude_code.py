@@ -11,7 +11,7 @@ the Claude tool name) and turns the merged Claude answer into a kodelet result.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,9 @@ from ..errors import HookFailure
 from ..events import Event
 from ..kinds import Source, Status
 from ..payloads import BasePayload
-from ..places import Places
 from ..seam import Adapter, AdapterHook, Rank
-from .claude_settings import ClaudeHookSpec, load_hooks
+from .claude_settings import ClaudeHookSpec
+from .standin import blocking_stand_in, stand_in_events
 
 NAME = "kodelet:claude"  # assembly.CLAUDE_ADAPTER spells it too, to import this lazily
 DISABLED = "disabled in config.toml"
@@ -68,24 +68,6 @@ def note(spec: ClaudeHookSpec) -> str:
     return f"{on}; trusted; runs: {spec.command}"
 
 
-def _stand_in(spec: ClaudeHookSpec, reason: str) -> AdapterHook:
-    def run(payload: BasePayload, _: float) -> Any:
-        raise HookFailure(f"not run: {reason}")
-
-    async def arun(payload: BasePayload, timeout: float) -> Any:
-        run(payload, timeout)
-
-    return AdapterHook(
-        name=spec.name,
-        source=Source.CLAUDE,
-        rank=Rank.CLAUDE,
-        run=run,
-        arun=arun,
-        path=str(spec.path),
-        note=f"cannot run ({reason}); fail_closed: blocks in its place",
-    )
-
-
 def _no_counterpart(event: HookEvent) -> str:
     return f"{event.value} has no kodelet counterpart"
 
@@ -109,7 +91,8 @@ class ClaudeCodeAdapter(Adapter):
         self._runners: dict[str, Runner] = {}
         self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
         self._inputs: tuple[BasePayload | None, HookInput | None] = (None, None)
-        runnable = {s.name for s in self.specs if s.problem is None and s.command is not None}
+        # A shadowed plugin's hooks share their names with the ones that run instead.
+        runs = {s.name for s in self.specs if s.problem is None}
         for spec in self.specs:
             mapping = None if spec.event is None else to_kodelet_event(spec.event)
             event = None if mapping is None else mapping.kodelet
@@ -120,17 +103,19 @@ class ClaudeCodeAdapter(Adapter):
             elif reason is None and not config.hook_enabled(spec.name):
                 reason, status = DISABLED, Status.DISABLED
             if (
-                status is Status.SKIPPED
-                and reason is not None
-                and spec.name not in runnable
+                spec.problem is not None
+                and spec.name not in runs
+                and (spec.event is None or event is not None)  # a kodelet event it guards
                 and config.hook(spec.name).fail_closed
                 and config.hook_enabled(spec.name)
             ):
                 # A fail-closed Claude guard that cannot run still guards (as an
                 # executable's stand-in does): it blocks in its place.
-                for blocking in [event] if event is not None else list(Event):
-                    if blocking.blocking:
-                        self._entries[blocking].append(_stand_in(spec, reason))
+                guard = blocking_stand_in(
+                    spec.name, Source.CLAUDE, Rank.CLAUDE, str(spec.path), spec.problem
+                )
+                for blocking in stand_in_events(event):
+                    self._entries[blocking].append(guard)
                 continue
             if reason is not None or event is None or spec.command is None:
                 self.discovered.append(
@@ -145,15 +130,6 @@ class ClaudeCodeAdapter(Adapter):
                 )
                 continue
             self._entries[event].append(self._entry(spec, config.timeout_for(spec.name)))
-
-    @classmethod
-    def load(
-        cls, places: Places, config: Config, env: Mapping[str, str], *, transcript_path: str = ""
-    ) -> ClaudeCodeAdapter:
-        """The hooks of the settings files for ``places.cwd`` (HOME from ``env``) and of
-        the installed plugin repositories."""
-        specs = load_hooks(places, env)
-        return cls(specs, config, cwd=str(places.cwd), transcript_path=transcript_path)
 
     def _input(self, payload: BasePayload) -> HookInput | None:
         seen, hook_input = self._inputs

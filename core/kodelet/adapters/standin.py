@@ -23,12 +23,9 @@ def needs_stand_in(hook: DiscoveredHook) -> bool:
     return hook.status is Status.SKIPPED and hook.shadowed_by is None
 
 
-def stand_in(hook: DiscoveredHook, event: Event) -> AdapterHook | None:
-    """The entry that blocks in ``hook``'s place on ``event``, if it is a blocking event
-    the hook may have handled (all of them when it never said which)."""
-    if not event.blocking or hook.event not in (None, event):
-        return None
-    reason = hook.reason
+def blocking_stand_in(name: str, source: Source, rank: Rank, path: str, reason: str) -> AdapterHook:
+    """An entry that fails with ``reason`` wherever it is called, so a fail-closed hook
+    that cannot run blocks in its place; any kind of hook that cannot run gets one."""
 
     def run(payload: BasePayload, timeout: float) -> Any:
         raise HookFailure(f"not run: {reason}")
@@ -37,11 +34,27 @@ def stand_in(hook: DiscoveredHook, event: Event) -> AdapterHook | None:
         run(payload, timeout)
 
     return AdapterHook(
-        name=hook.name,
-        source=Source.EXECUTABLE,
-        rank=Rank.EXTERNAL,
+        name=name,
+        source=source,
+        rank=rank,
         run=run,
         arun=arun,
-        path=str(hook.path),
+        path=path,
         note=f"cannot run ({reason}); fail_closed: blocks in its place",
+    )
+
+
+def stand_in_events(event: Event | None) -> list[Event]:
+    """The blocking events a hook that cannot run may have handled: its own, or all of
+    them when it never said which."""
+    return [e for e in Event if e.blocking and event in (None, e)]
+
+
+def stand_in(hook: DiscoveredHook, event: Event) -> AdapterHook | None:
+    """The entry that blocks in ``hook``'s place on ``event``, if it is a blocking event
+    the hook may have handled (all of them when it never said which)."""
+    if event not in stand_in_events(hook.event):
+        return None
+    return blocking_stand_in(
+        hook.name, Source.EXECUTABLE, Rank.EXTERNAL, str(hook.path), hook.reason
     )
