@@ -11,6 +11,7 @@ the Claude tool name) and turns the merged Claude answer into a kodelet result.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ..claude import CommandHook, HookMatcher, Runner, merge
 from ..claude.events import HookEvent
 from ..claude.mapping import claude_input, to_kodelet_event, to_kodelet_result
 from ..claude.results import HookResult, Outcome
+from ..claude.runner import MAX_ASYNC
 from ..claude.types import HookInput
 from ..config import Config
 from ..errors import HookFailure
@@ -89,6 +91,7 @@ class ClaudeCodeAdapter(Adapter):
         self.specs = list(specs)
         self.discovered: list[ClaudeRow] = []
         self._runners: dict[str, Runner] = {}
+        self._async_slots = threading.BoundedSemaphore(MAX_ASYNC)  # shared by its runners
         self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
         self._inputs: tuple[BasePayload | None, HookInput | None] = (None, None)
         # A shadowed plugin's hooks share their names with the ones that run instead.
@@ -142,7 +145,11 @@ class ClaudeCodeAdapter(Adapter):
         runner = self._runners.get(spec.name)
         if runner is None:
             assert spec.event is not None
-            runner = Runner({spec.event: [matcher_of(spec, timeout)]}, cwd=self.cwd)
+            runner = Runner(
+                {spec.event: [matcher_of(spec, timeout)]},
+                cwd=self.cwd,
+                async_slots=self._async_slots,
+            )
             self._runners[spec.name] = runner
         return runner
 

@@ -18,7 +18,6 @@ import concurrent.futures
 import contextlib
 import inspect
 import os
-import queue
 import threading
 import time
 import uuid
@@ -54,74 +53,40 @@ bounded number of records and bounded memory, whatever the sink does with them."
 
 
 MAX_ASYNC = 16
-"""Async command hooks (configured ``async`` or gone async) running at once, in this
-process, across runners. One more is not started (or, gone async, is killed) and
+"""Async command hooks (configured ``async`` or gone async) one runner lets run at
+once; a host that runs several runners (the Claude Code adapter: one per hook) hands
+them one ``async_slots``. One more is not started (or, gone async, is killed) and
 fails with a reason: a model that fires a hundred tool calls does not get a hundred
 background processes."""
-_ASYNC_SLOTS = threading.BoundedSemaphore(MAX_ASYNC)
 
 
-class _DaemonPool(concurrent.futures.Executor):
-    """Threads for synchronous callbacks that never hold the host's exit.
+class _DaemonThreads(concurrent.futures.Executor):
+    """One daemon thread per synchronous callback, so none holds the host's exit.
 
-    A plain callback cannot be interrupted: past its timeout it is abandoned and
-    runs on. ``ThreadPoolExecutor`` joins its threads when the interpreter exits,
-    so one such callback held the host for as long as it ran; these threads are
-    daemons. At most ``size`` run at once; more calls wait their turn."""
+    A plain callback cannot be interrupted: past its timeout it is abandoned and runs
+    on. ``ThreadPoolExecutor`` joins its threads when the interpreter exits, so one
+    such callback held the host for as long as it ran."""
 
-    def __init__(self, size: int = 8) -> None:
-        self._size = size
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
+    def __init__(self) -> None:
         self._shut = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        if self._shut:
+            raise RuntimeError("this runner is closed")
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        with self._lock:
-            if self._shut:
-                raise RuntimeError("this runner is closed")
-            self._queue.put((future, fn, args, kwargs))
-            if self._idle.acquire(blocking=False):
-                return future
-            if len(self._threads) < self._size:
-                thread = threading.Thread(target=self._work, name="claude-hook", daemon=True)
-                thread.start()
-                self._threads.append(thread)
-        return future
 
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            future, fn, args, kwargs = item
+        def work() -> None:
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(*args, **kwargs))
                 except BaseException as exc:  # the caller's future carries it
                     future.set_exception(exc)
-            del item, future, fn, args, kwargs
-            self._idle.release()
+
+        threading.Thread(target=work, name="claude-hook", daemon=True).start()
+        return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        with self._lock:
-            self._shut = True
-            threads = list(self._threads)
-        if cancel_futures:
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item[0].cancel()
-        for _ in threads:
-            self._queue.put(None)
-        if wait:
-            for thread in threads:
-                thread.join()
+        self._shut = True
 
 
 class _Kept:
@@ -249,6 +214,7 @@ class Runner:
         cwd: str | os.PathLike[str] | None = None,
         session_id: str | None = None,
         emit: Sink | None = None,
+        async_slots: threading.BoundedSemaphore | None = None,
     ) -> None:
         table: dict[HookEvent, tuple[HookMatcher, ...]] = {}
         for key, matchers in hooks.items():
@@ -261,7 +227,8 @@ class Runner:
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.session_id = session_id
         self._emit = Emitter(emit)
-        self._pool = _DaemonPool()
+        self._pool = _DaemonThreads()
+        self._slots = async_slots or threading.BoundedSemaphore(MAX_ASYNC)
         self._lock = threading.Lock()
         self._running: list[_Running] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -403,47 +370,56 @@ class Runner:
             return result
 
         late: Awaitable[HookResult] | None
-        if isinstance(hook, CommandHook) and hook.async_ and not _ASYNC_SLOTS.acquire(False):
-            result, late = _too_many(event, name), None
-        elif isinstance(hook, CommandHook):
-            slot = hook.async_
-            try:
-                result, late = await hook.start(
-                    event,
-                    wire,
-                    timeout=timeout,
-                    project_dir=self.cwd or str(wire.get("cwd") or os.getcwd()),
-                    on_line=on_line if emitting else None,
-                )
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:
-                if slot:
-                    _ASYNC_SLOTS.release()
-                if not isinstance(exc, Exception):
-                    raise
-                # a hook never takes the runner down
-                result, late = (
-                    failed_result(event, str(exc), hook=name, kind="command", duration=0.0),
-                    None,
-                )
-                slot = False
-            if late is not None and not slot:  # it went async on its own
-                slot = _ASYNC_SLOTS.acquire(False)
-                if not slot:
-                    late.cancel()  # kills its process group
-                    with contextlib.suppress(BaseException):
-                        await late
-                    result, late = _too_many(event, name), None
-            if isinstance(late, asyncio.Future):
-                late.add_done_callback(lambda _: _ASYNC_SLOTS.release())
-            elif slot:
-                _ASYNC_SLOTS.release()
+        if isinstance(hook, CommandHook):
+            sink = on_line if emitting else None
+            result, late = await self._command(event, hook, name, wire, timeout, sink)
         else:
             result, late = await self._call(event, hook, name, wire, tool_use_id, timeout)
         if late is not None:
             self._track(late, respond)
         return respond(result)
+
+    async def _command(
+        self,
+        event: HookEvent,
+        hook: CommandHook,
+        name: str,
+        wire: dict[str, Any],
+        timeout: float,
+        on_line: Callable[[str, str], None] | None,
+    ) -> tuple[HookResult, asyncio.Task[HookResult] | None]:
+        """Start a command hook; an async one (configured, or gone async on its own)
+        holds one of the runner's async slots until its late result is in."""
+        held = hook.async_ and self._slots.acquire(False)
+        if hook.async_ and not held:
+            return _too_many(event, name), None
+        try:
+            result, late = await hook.start(
+                event,
+                wire,
+                timeout=timeout,
+                project_dir=self.cwd or str(wire.get("cwd") or os.getcwd()),
+                on_line=on_line,
+            )
+        except Exception as exc:  # a hook never takes the runner down
+            result = failed_result(event, str(exc), hook=name, kind="command", duration=0.0)
+            late = None
+        except BaseException:  # cancelled: the slot is not kept
+            if held:
+                self._slots.release()
+            raise
+        if late is not None and not held:  # it went async on its own
+            held = self._slots.acquire(False)
+            if not held:
+                late.cancel()  # kills its process group
+                with contextlib.suppress(BaseException):
+                    await late
+                return _too_many(event, name), None
+        if late is not None:
+            late.add_done_callback(lambda _: self._slots.release())
+        elif held:
+            self._slots.release()
+        return result, late
 
     async def _call(
         self,
