@@ -62,19 +62,10 @@ class Call:
     project: Path
 
 
-def _check_text(data: Any) -> None:
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise HookInputError(
-            "hook input holds text that is not valid Unicode (a lone surrogate)"
-        ) from None
-
-
 def read_call(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Call | None:
     """The call for a Claude hook input; None when kodelet has no such event. Raises
-    :class:`KodeletError` (with the field named) for an input kodelet cannot take."""
-    from ..bounds import check_bounds
+    :class:`KodeletError` (with the field named) for an input kodelet cannot take; one
+    over kodelet's bounds is refused by the dispatch, as any payload is."""
     from ..claude.types import HookDataError, input_from_wire
     from ..places import find_project
 
@@ -87,11 +78,6 @@ def read_call(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> 
         return None
     if to_kodelet_event(event) is None:
         return None
-    try:
-        check_bounds(data, "hook input")
-    except ValueError as exc:
-        raise HookInputError(str(exc)) from None
-    _check_text(data)
     try:
         hook_input = input_from_wire(event, dict(data))
     except HookDataError as exc:
