@@ -114,9 +114,10 @@ TOOLS: tuple[ToolMapping, ...] = (
     ToolMapping("Agent", "subagent", (("prompt", "question"),)),
 )
 
-TOOL_NAMES: dict[str, str] = {m.claude: m.kodelet for m in TOOLS}
+_BY_CLAUDE: dict[str, ToolMapping] = {m.claude: m for m in TOOLS}
 _BY_KODELET: dict[str, ToolMapping] = {m.kodelet: m for m in reversed(TOOLS)}
 """kodelet tool name -> its mapping; where two Claude names share one, the first (Task)."""
+TOOL_NAMES: dict[str, str] = {m.claude: m.kodelet for m in TOOLS}
 """Claude tool name -> kodelet tool name."""
 
 
@@ -150,10 +151,16 @@ def _translate(m: ToolMapping, tool_input: dict[str, Any], to_kodelet: bool) -> 
 
 def to_kodelet_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A Claude tool call as kodelet's hooks see it; unknown tools pass unchanged."""
-    m = next((t for t in TOOLS if t.claude == name), None)
+    m = _BY_CLAUDE.get(name)
     if m is None:
         return name, dict(tool_input)
     return m.kodelet, _translate(m, tool_input, to_kodelet=True)
+
+
+def to_claude_input(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """A kodelet rewrite of a call to Claude's tool ``name``, back in that tool's keys."""
+    m = _BY_CLAUDE.get(name)
+    return dict(tool_input) if m is None else _translate(m, tool_input, to_kodelet=False)
 
 
 def to_claude_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -375,8 +382,7 @@ def claude_answer(hook_input: HookInput, result: Any) -> dict[str, Any] | None:
                 specific["permissionDecision"] = "ask"
                 specific["permissionDecisionReason"] = result.reason or "a kodelet hook asks"
             if result.input is not None:
-                kodelet_name = to_kodelet_tool(hook_input.tool_name, {})[0]
-                specific["updatedInput"] = to_claude_tool(kodelet_name, result.input)[1]
+                specific["updatedInput"] = to_claude_input(hook_input.tool_name, result.input)
     elif name == HookEvent.USER_PROMPT_SUBMIT.value:
         if result.blocked:
             out = {"decision": "block", "reason": result.reason or BLOCKED}
