@@ -355,6 +355,9 @@ def test_in_place_metadata_edits_never_reach_the_hosts_object() -> None:
     assert payload.tool_output.metadata == {"nested": {"x": 1}}
     assert d.result.output is not None
     assert d.result.output.metadata == {"nested": {"x": 2}, "edited": True}
+    # and the trace says which hook edited it
+    outcomes = {r.name: r.outcome for r in d.trace}
+    assert outcomes == {"editor": Outcome.MODIFIED, "reader": Outcome.NO_ACTION}
 
 
 def test_an_async_hook_that_swallows_its_cancellation_is_still_timed_out(tmp_path: Path) -> None:

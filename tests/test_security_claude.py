@@ -479,24 +479,6 @@ def test_a_hostile_discovery_cache_is_a_bad_cache(
     assert json.loads(out.stdout)["blocked"] is True
 
 
-def test_an_in_place_metadata_edit_is_traced_as_an_action() -> None:
-    from kodelet.assembly import load_runtime
-    from kodelet.trace import Outcome
-
-    from tests.test_security_bounds import MetadataEditor, MetadataReader, after_payload
-
-    rt = load_runtime(
-        entry_points=False,
-        builtins=False,
-        executables=False,
-        plugins=[("editor", MetadataEditor()), ("reader", MetadataReader())],
-    )
-    with rt:
-        d = rt.dispatch(after_payload())
-    outcomes = {r.name: r.outcome for r in d.trace}
-    assert outcomes == {"editor": Outcome.MODIFIED, "reader": Outcome.NO_ACTION}
-
-
 def test_plugins_add_gives_up_on_git_in_a_time_a_user_accepts() -> None:
     from kodelet import repos
 

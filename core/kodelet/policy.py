@@ -203,13 +203,13 @@ class AfterToolCallReducer(Reducer):
         # place never edits the host's object, and the edit counts as a rewrite (as
         # for tool_input), compared against the host's untouched original.
         # ``seen`` is the metadata as the last hook was handed it, so that hook's
-        # in-place edit is traced as its action, not as no-action.
+        # in-place edit is traced as its action, not as no-action; to begin with it is
+        # the host's own object, which no hook is handed (no second copy).
         output = payload.tool_output
-        self.seen: Any = None
+        self.seen: Any = output.metadata
         if output.metadata is not None:
             metadata = bounded_copy(output.metadata, "payload.tool_output.metadata", depth=2)
             payload = attrs.evolve(payload, tool_output=attrs.evolve(output, metadata=metadata))
-            self.seen = bounded_copy(output.metadata, "payload.tool_output.metadata", depth=2)
             self.watches_in_place = True
         super().__init__(payload)
         self.original = output
