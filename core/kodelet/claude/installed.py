@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Iterator
 from typing import Any
 
 BRIDGE_ARGS = ("claude", "hook")
@@ -53,6 +54,17 @@ def is_own(hook: Any) -> bool:
         and isinstance(hook.get("command"), str)
         and is_own_command(hook["command"])
     )
+
+
+def own_hooks(settings: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(event, entry) for each of kodelet's entries in a settings file's ``hooks``."""
+    hooks = settings.get("hooks")
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hook in inner if isinstance(inner, list) else ():
+                if is_own(hook):
+                    yield event, hook
 
 
 def own_hook(event: str, command: str, *, on_failure: str = "block") -> dict[str, Any]:

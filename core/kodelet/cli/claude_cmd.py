@@ -21,7 +21,7 @@ from typing import Any
 import typer
 
 from .. import jsonio
-from ..claude.installed import PROJECT_COMMAND, is_own, own_hook
+from ..claude.installed import PROJECT_COMMAND, is_own, own_hook, own_hooks
 from ..config import ConfigError, load_config
 from ..places import Places
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
@@ -60,7 +60,7 @@ def hook_command(scope: Scope = Scope.local) -> str:
     return f"{shlex.quote(sys.executable)} -m kodelet claude hook"
 
 
-def command_problem(command: str, cwd: Path) -> str | None:
+def command_problem(command: str) -> str | None:
     """Why Claude Code could not start ``command`` here, or None."""
     try:
         program = shlex.split(command)[0]
@@ -135,19 +135,6 @@ def with_ours(data: dict[str, Any], command: str, on_failure: str = "block") -> 
         hooks[event] = [*hooks.get(event, []), group]
     out["hooks"] = hooks
     return out
-
-
-def installed_events(data: dict[str, Any]) -> list[str]:
-    return [
-        event
-        for event, groups in data.get("hooks", {}).items()
-        if any(
-            is_own(h)
-            for g in groups
-            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-            for h in g["hooks"]
-        )
-    ]
 
 
 def render(data: dict[str, Any]) -> str:
@@ -248,16 +235,12 @@ def uninstall(
 
 def _installed(data: dict[str, Any]) -> dict[str, Any]:
     """What kodelet's entries in one settings file say: events, commands, onFailure."""
-    events, commands, guarded = [], set(), set()
-    for event, groups in data.get("hooks", {}).items():
-        for g in groups:
-            for h in g.get("hooks", []) if isinstance(g, dict) else []:
-                if is_own(h):
-                    events.append(event)
-                    commands.add(h["command"])
-                    if h.get("onFailure") == "block":
-                        guarded.add(event)
-    return {"events": events, "commands": sorted(commands), "blocks_on_failure": sorted(guarded)}
+    ours = list(own_hooks(data))
+    return {
+        "events": [event for event, _ in ours],
+        "commands": sorted({h["command"] for _, h in ours}),
+        "blocks_on_failure": sorted({e for e, h in ours if h.get("onFailure") == "block"}),
+    }
 
 
 @app.command("status")
@@ -277,7 +260,7 @@ def status(
         except SettingsError as exc:
             entry = {"events": [], "commands": [], "blocks_on_failure": [], "error": str(exc)}
         entry["command_problems"] = [
-            f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c, cwd))
+            f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c))
         ]
         scopes.append({"scope": scope.value, "path": str(path), **entry})
     from ..bridges.claude_code import EVENTS
