@@ -88,7 +88,7 @@ def load_runtime(
         name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
         runtime.register(obj, name=name)
     claude_hooks = None
-    if claude and config.claude_hooks and not config.no_hooks:
+    if claude and config.claude_off() is None:
         # Reading the settings files is cheap; the adapter (the Spec 07 runner and its
         # types) is imported only when they hold a hook, so no one else pays for it.
         from .adapters.claude_settings import load_hooks

@@ -59,6 +59,15 @@ class Config:
     ("block", the default, or "allow")."""
     sources: Mapping[str, str] = attrs.field(factory=dict)
 
+    def claude_off(self) -> str | None:
+        """Why no Claude Code hook may run (``--no-hooks``, ``KODELET_NO_HOOKS=1``,
+        ``[claude] hooks = false``), or None: the one rule for every place that runs them."""
+        if self.no_hooks:
+            return self.sources.get("no_hooks", "--no-hooks")
+        if not self.claude_hooks:
+            return f"[claude] hooks = false ({self.sources.get('claude.hooks', 'config.toml')})"
+        return None
+
     def hook(self, name: str) -> HookSettings:
         return self.hooks.get(name) or _DEFAULT_HOOK
 

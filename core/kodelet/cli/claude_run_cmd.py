@@ -13,7 +13,7 @@ from collections import defaultdict
 import typer
 
 from ..claude.events import HookEvent, parse_hook_event
-from ..config import Config, ConfigError, load_config
+from ..config import ConfigError, load_config
 from ..places import Places
 from .common import fail, print_json, printable, state
 from .hooks_cmd import _read_payload
@@ -53,7 +53,7 @@ def run(
         config = load_config(places, os.environ, no_hooks=state(ctx).no_hooks or None)
     except ConfigError as exc:
         fail(str(exc), 2)
-    off = _switched_off(config)
+    off = config.claude_off()
     specs = [] if off else load_hooks(places, os.environ)
     if off:
         typer.echo(f"kodelet: no Claude Code hook run: {off}", err=True)
@@ -75,15 +75,6 @@ def run(
             fail(f"invalid input: {exc}", 2)
         results += runner.drain_sync()
     print_json(merge(hook_event, results))
-
-
-def _switched_off(config: Config) -> str | None:
-    """Why no Claude Code hook may run, or None."""
-    if config.no_hooks:
-        return config.sources.get("no_hooks", "--no-hooks")
-    if not config.claude_hooks:
-        return f"[claude] hooks = false ({config.sources.get('claude.hooks', 'config.toml')})"
-    return None
 
 
 def register(app: typer.Typer) -> None:
