@@ -155,18 +155,13 @@ def _print_whole(render: Callable[[Console], None]) -> None:
 
 
 def _print_report(result: Replay, *, demo: bool, only_acted: bool) -> None:
-    """A terminal gets each row cut to its width; a pipe or a file gets every detail
-    whole, for grep, without the table's padding."""
-    console = Console()
-    whole = not console.is_terminal
-    if whole:
-        console = Console(width=WHOLE_WIDTH)
-    with console.capture() if whole else contextlib.nullcontext() as captured:
+    def render(console: Console) -> None:
+        whole = not console.is_terminal  # grep gets every detail whole
         report.render(result, console, only_acted=only_acted, whole=whole)
         if demo:
             console.print(DEMO_NOTE)
-    if captured is not None:
-        sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+    _print_whole(render)
 
 
 def _play(player: Player, total: int) -> Replay:

@@ -65,7 +65,7 @@ def _width(console: Console | None) -> int:
     return console.width if console is not None else 100
 
 
-def _shown(text: object, style: str = "") -> Text:
+def shown_text(text: object, style: str = "") -> Text:
     """Text from a transcript or a file: escaped (docs/SECURITY.md), never markup."""
     return Text(printable(text), style=style)
 
@@ -88,7 +88,7 @@ def hooks_table(hooks: dict[str, Any], console: Console | None = None) -> Table:
     styles = {"blocked": "bold red", "rewrote": "yellow", "failed": "bold magenta"}
     for name, row, cells in zip(hooks, hooks.values(), rows, strict=True):
         counts = [_count(row[key], styles.get(key, "")) for key, _ in HOOK_COLUMNS]
-        table.add_row(_shown(name), *counts, *cells[len(HOOK_COLUMNS) :])
+        table.add_row(shown_text(name), *counts, *cells[len(HOOK_COLUMNS) :])
     return table
 
 
@@ -107,7 +107,7 @@ def sessions_table(sessions: list[dict[str, Any]], console: Console | None = Non
     styles = {"calls_blocked": "bold red", "messages_blocked": "bold red"}
     for row in ok:
         table.add_row(
-            _shown(row["name"]),
+            shown_text(row["name"]),
             *[_count(row[key], styles.get(key, "")) for key, _ in SESSION_COLUMNS],
         )
     return table
@@ -116,7 +116,7 @@ def sessions_table(sessions: list[dict[str, Any]], console: Console | None = Non
 def failures(sessions: list[dict[str, Any]], console: Console) -> None:
     for row in sessions:
         if "error" in row:
-            console.print(_shown(f"not replayed: {row['error']}", "magenta"), soft_wrap=True)
+            console.print(shown_text(f"not replayed: {row['error']}", "magenta"), soft_wrap=True)
 
 
 def reasons_table(reasons: list[dict[str, Any]], console: Console | None = None) -> Table:
@@ -130,7 +130,9 @@ def reasons_table(reasons: list[dict[str, Any]], console: Console | None = None)
     for r in reasons:
         ex = r["example"]
         where = f"{ex['subject']} ({ex['session']}, turn {ex['turn']})"
-        table.add_row(str(r["count"]), _shown(r["hook"]), _shown(r["reason"]), _shown(where))
+        table.add_row(
+            str(r["count"]), shown_text(r["hook"]), shown_text(r["reason"]), shown_text(where)
+        )
     return table
 
 
@@ -151,11 +153,11 @@ def changes_table(comparison: dict[str, Any], console: Console | None = None) ->
     for c in comparison["changes"]:
         table.add_row(
             Text(c["kind"], style=styles.get(c["kind"], "")),
-            _shown(c["session"]),
+            shown_text(c["session"]),
             str(c["turn"]),
-            _shown(f"{c['event']}: {c['subject']}"),
-            _shown(c.get("hook", "")),
-            _shown(c.get("detail", "")),
+            shown_text(f"{c['event']}: {c['subject']}"),
+            shown_text(c.get("hook", "")),
+            shown_text(c.get("detail", "")),
         )
     return table
 

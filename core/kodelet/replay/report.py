@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ..escaping import printable
 from ..trace import Outcome
+from .corpus_report import shown_text
 from .player import Replay, Step
 
 OUTCOME_STYLES = {
@@ -161,13 +162,8 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
 
-def _shown(text: object, style: str = "") -> Text:
-    """A transcript's text as a rich Text: escaped (docs/SECURITY.md), never markup."""
-    return Text(printable(text), style=style)
-
-
 def _one_line(text: Text | str) -> Text:
-    line = text if isinstance(text, Text) else _shown(text)
+    line = text if isinstance(text, Text) else shown_text(text)
     line.no_wrap, line.overflow = True, "ellipsis"
     return line
 
@@ -208,7 +204,7 @@ def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = Fa
                 turn,
                 Text("note", style=NOTE_STYLE),
                 Text("recording", style="dim"),
-                _shown(step.note, NOTE_STYLE),
+                shown_text(step.note, NOTE_STYLE),
                 "",
                 _one_line(step.subject),
             )
@@ -234,7 +230,7 @@ def timeline_table(replay: Replay, *, only_acted: bool = False, whole: bool = Fa
                 Text("—", style="dim"),
                 Text("no hooks", style="dim"),
                 "",
-                _shown(step.subject, "dim"),
+                shown_text(step.subject, "dim"),
             )
         for record in step.hooks:
             if only_acted and record.outcome is Outcome.NO_ACTION:
