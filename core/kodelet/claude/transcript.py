@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Collection
 from typing import Any
 
@@ -80,13 +81,13 @@ def content_text(content: Any, *, skip: Collection[str] = ()) -> str:
 def _tail_lines(path: str, limit: int) -> list[str]:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as f:
-        if not os.path.isfile(path):
+        st = os.fstat(f.fileno())  # what was opened: a FIFO planted there is not read
+        if not stat.S_ISREG(st.st_mode):
             return []
-        size = os.fstat(f.fileno()).st_size
-        f.seek(max(0, size - limit))
+        f.seek(max(0, st.st_size - limit))
         data = f.read(limit)
     lines = data.decode("utf-8", "replace").splitlines()
-    return lines[1:] if size > limit else lines  # the first may be cut mid-line
+    return lines[1:] if st.st_size > limit else lines  # the first may be cut mid-line
 
 
 def recent_messages(
