@@ -175,30 +175,28 @@ def untrusted_script(spec: SettingsFile, command: str) -> str | None:
     """Why a script inside the project (or the plugin) that ``command`` names must not
     run, or None. Every word that is a path to a file there is judged, so
     ``python3 .claude/hooks/guard.py`` is as checked as ``./guard.sh``."""
-    roots = [r for r in (spec.plugin_root, spec.project) if r is not None]
-    if not roots:
+    base = spec.plugin_root or spec.project
+    if base is None:
         return None
+    roots = [r for r in (spec.plugin_root, spec.project) if r is not None]
+    subs = [(var, str(spec.project)) for var in _PROJECT_DIR] if spec.project else []
+    if spec.plugin_root is not None:
+        subs.append((PLUGIN_ROOT, str(spec.plugin_root)))
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
     for word in words:
-        for var in _PROJECT_DIR:
-            if spec.project is not None:
-                word = word.replace(var, str(spec.project))
-        if spec.plugin_root is not None:
-            word = word.replace(PLUGIN_ROOT, str(spec.plugin_root))
+        for var, value in subs:
+            word = word.replace(var, value)
         if "/" not in word:
             continue
-        base = spec.plugin_root or spec.project
-        assert base is not None
         path = Path(os.path.normpath(base / word))  # an absolute word stays itself
-        for root in roots:
-            if path.is_relative_to(root) and path != root and path.is_file():
-                why = untrusted(path, root)
-                if why:
-                    return why
-                break
+        root = next((r for r in roots if path.is_relative_to(r) and path != r), None)
+        if root is not None and path.is_file():
+            why = untrusted(path, root)
+            if why:
+                return why
     return None
 
 
