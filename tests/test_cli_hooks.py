@@ -12,7 +12,13 @@ from kodelet.config import ConfigError
 from kodelet.config_edit import set_key
 from kodelet.testing import write_hook
 
-from tests.test_repos import BLOCKING_HOOK, make_git_repo, no_traceback, run_kodelet
+from tests.test_repos import (
+    BLOCKING_HOOK,
+    make_git_repo,
+    no_traceback,
+    run_before_tool_call,
+    run_kodelet,
+)
 
 ROW_KEYS = {"event", "name", "kind", "path", "order", "status", "reason"}
 
@@ -46,17 +52,8 @@ def test_a_hook_from_an_added_repo_runs_under_its_plugin_name(
     repo = make_git_repo(tmp_path / "src" / "acme" / "tools", reason="acme says no")
     added = run_kodelet("--cwd", str(project), "plugins", "add", str(repo))
     assert added.returncode == 0, added.stderr
-    res = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "--payload",
-        "-",
-        "--trace",
-        stdin='{"tool_name": "bash", "tool_input": {"command": "ls"}}',
-    )
+    payload = '{"tool_name": "bash", "tool_input": {"command": "ls"}}'
+    res = run_before_tool_call(project, payload, "--trace")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"blocked": True, "reason": "acme says no"}
     [trace] = [json.loads(line) for line in res.stderr.splitlines()]

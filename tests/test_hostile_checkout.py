@@ -20,7 +20,7 @@ from kodelet.payloads import BeforeToolCallPayload
 from kodelet.places import CACHE as CACHE_DIR
 from kodelet.testing import discovered, write_hook
 
-from tests.test_repos import run_kodelet
+from tests.test_repos import run_before_tool_call, run_kodelet
 
 OTHER_UID = 4242
 
@@ -242,16 +242,7 @@ def test_unknown_name_is_warned_about_everywhere(project: Path, tmp_path: Path) 
     ]
     shown = run_kodelet("--cwd", str(project), "config", "show")
     assert 'names hook "gaurd", but no hook or plugin has that name' in shown.stderr
-    ran = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "--payload",
-        "-",
-        stdin='{"tool_name": "bash"}',
-    )
+    ran = run_before_tool_call(project, '{"tool_name": "bash"}')
     assert "hook gaurd skipped: no hook or plugin of this name (configured in config.toml)" in (
         ran.stderr
     )
@@ -396,17 +387,7 @@ def test_plugin_calling_sys_exit_at_import_is_its_load_failure(
     assert res.returncode == 0, res.stderr
     (row,) = [r for r in json.loads(res.stdout) if r["name"] == "kp-exit"]
     assert row["error"] == "import failed: SystemExit: 0"
-    ran = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "--payload",
-        "-",
-        stdin='{"tool_name": "bash"}',
-        env=_plugin_env(site),
-    )
+    ran = run_before_tool_call(project, '{"tool_name": "bash"}', env=_plugin_env(site))
     assert ran.returncode == 0 and json.loads(ran.stdout) == {"blocked": False}
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kodelet import repos
@@ -79,6 +80,15 @@ def run_kodelet(
         text=True,
         timeout=timeout,
     )
+
+
+def run_before_tool_call(
+    project: Path, payload: str, *extra: str, **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    """``kodelet --cwd PROJECT hooks run before_tool_call [EXTRA] --payload -`` with
+    ``payload`` on stdin; ``kw`` as for :func:`run_kodelet`."""
+    args = ("--cwd", str(project), "hooks", "run", "before_tool_call", *extra)
+    return run_kodelet(*args, "--payload", "-", stdin=payload, **kw)
 
 
 def no_traceback(res: subprocess.CompletedProcess[str]) -> None:

@@ -14,25 +14,14 @@ import pytest
 from kodelet.claude import Matcher, MatcherError
 
 from tests.test_claude_adapter import NO_RM, command, project_settings, script, settings
-from tests.test_repos import no_traceback, run_kodelet
+from tests.test_repos import no_traceback, run_before_tool_call, run_kodelet
 
 RM = {"command": "rm -rf /"}
 
 
 def hooks_run(project: Path, tool: str, *extra: str, timeout: float = 60) -> Any:
     payload = json.dumps({"tool_name": tool, "tool_input": RM})
-    return run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        *extra,
-        "--payload",
-        "-",
-        stdin=payload,
-        timeout=timeout,
-    )
+    return run_before_tool_call(project, payload, *extra, timeout=timeout)
 
 
 def listed(project: Path, *extra: str) -> list[dict[str, Any]]:
