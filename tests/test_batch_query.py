@@ -20,10 +20,10 @@ from kodelet.adapters.discovery import (
     query_event,
     query_events,
 )
-from kodelet.adapters.process import EXIT_GRACE, Job, ProcessResult, SpawnError, run_batch
 from kodelet.events import Event
 from kodelet.places import CACHE as CACHE_DIR
 from kodelet.places import Places
+from kodelet.process import EXIT_GRACE, Job, ProcessResult, SpawnError, run_batch
 from kodelet.testing import write_hook
 
 # Each answers ``hook`` its own way and returns promptly.

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 from kodelet import hookimpl, load_runtime
-from kodelet.adapters.process import STDOUT_CAP, arun_process, run_process
 from kodelet.events import Event
 from kodelet.payloads import (
     AfterToolCallPayload,
@@ -32,6 +31,7 @@ from kodelet.payloads import (
     UsageInfo,
     UserMessageSendPayload,
 )
+from kodelet.process import STDOUT_CAP, arun_process, run_process
 from kodelet.results import AgentStopResult, BeforeToolCallResult
 from kodelet.runtime import Runtime
 from kodelet.testing import write_hook

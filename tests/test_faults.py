@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 from kodelet import load_runtime
-from kodelet.adapters.process import STDOUT_CAP
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import BasePayload, UserMessageSendPayload
+from kodelet.process import STDOUT_CAP
 from kodelet.runtime import Runtime
 from kodelet.testing import discovered, write_hook
 from kodelet.trace import Dispatch, Outcome

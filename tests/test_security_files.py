@@ -159,7 +159,7 @@ def test_the_timeout_flag_is_refused_by_the_cli(project: Path) -> None:
 
 
 def test_the_largest_timeout_still_works(project: Path) -> None:
-    from kodelet.adapters.process import run_process
+    from kodelet.process import run_process
 
     config_path(project).write_text(f"[hooks]\ntimeout = {MAX_TIMEOUT}\n")
     assert load_config(places(project), {}).timeout == MAX_TIMEOUT

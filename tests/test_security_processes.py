@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from kodelet import load_runtime
 from kodelet.adapters.persistent import PersistentHook
-from kodelet.adapters.process import STDERR_TAIL, ProcessGroups, run_process
 from kodelet.events import Event
 from kodelet.payloads import BeforeToolCallPayload
+from kodelet.process import STDERR_TAIL, ProcessGroups, run_process
 from kodelet.testing import discovered, executables, write_hook
 from kodelet.trace import Outcome
 
@@ -125,7 +125,7 @@ HOST = """
 import os, sys, threading, time
 from pathlib import Path
 from kodelet.adapters.persistent import PersistentHook
-from kodelet.adapters.process import ProcessGroups, killing_on_signals, run_process
+from kodelet.process import ProcessGroups, killing_on_signals, run_process
 from kodelet.events import Event
 
 hook_path, per_call, pids = sys.argv[1], sys.argv[2], Path(sys.argv[3])
@@ -272,7 +272,7 @@ def test_process_groups_do_nothing_in_a_forked_child(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         import os, subprocess, sys
-        from kodelet.adapters.process import ProcessGroups
+        from kodelet.process import ProcessGroups
         groups = ProcessGroups()
         proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
         groups.add(proc.pid)

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from kodelet import load_runtime
-from kodelet.adapters.process import run_process
 from kodelet.events import Event
 from kodelet.payloads import (
     AfterToolCallPayload,
@@ -31,6 +30,7 @@ from kodelet.payloads import (
     UsageInfo,
     UserMessageSendPayload,
 )
+from kodelet.process import run_process
 from kodelet.runtime import Runtime
 from kodelet.testing import discovered
 from kodelet.trace import Dispatch, Outcome

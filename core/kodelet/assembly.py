@@ -18,12 +18,12 @@ import attrs
 
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
-from .adapters.process import killing_on_signals
 from .config import Config, load_config
 from .events import Event
 from .loading import entry_points as installed_entry_points
 from .loading import load
 from .places import Places
+from .process import killing_on_signals
 from .runtime import SLOW_AFTER, Runtime
 
 __all__ = ["hooks_die_with_host", "load_runtime"]

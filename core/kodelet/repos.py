@@ -30,11 +30,11 @@ from typing import Any
 import attrs
 
 from . import jsonio
-from .adapters.process import SpawnError, run_process
 from .config import MAX_TIMEOUT
 from .errors import KodeletError
 from .places import PLUGIN_PARTS, Places, plugin_dirname, plugin_name
 from .places import plugins_dir as places_plugins_dir
+from .process import SpawnError, run_process
 
 log = logging.getLogger("kodelet.repos")
 

@@ -25,7 +25,7 @@ from ..config import Config
 from ..events import Event, parse_event
 from ..kinds import Location, Protocol, Status
 from ..places import DISABLE_SUFFIX, Places, hooks_dir, installed_plugins
-from .process import Job, ProcessResult, SpawnError, run_batch, run_process
+from ..process import Job, ProcessResult, SpawnError, run_batch, run_process
 
 log = logging.getLogger("kodelet.discovery")
 

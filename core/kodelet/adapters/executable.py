@@ -17,8 +17,8 @@ from typing import Any
 from .. import jsonio
 from ..errors import HookFailure
 from ..events import Event
+from ..process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
 from .discovery import DiscoveredHook, stat_problem
-from .process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
 
 __all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
 

@@ -18,6 +18,7 @@ from ..events import Event
 from ..kinds import Source, Status
 from ..payloads import BasePayload
 from ..places import Places
+from ..process import ProcessGroups
 from ..seam import Adapter, AdapterHook, Rank
 from ..wire import payload_to_wire
 from .cache import DiscoveryCache, cache_disabled
@@ -25,7 +26,6 @@ from .discovery import DiscoveredHook, discover, hook_names, unknown_hooks, unkn
 from .executable import ExecutableHook
 from .persistent import PROTOCOL as PERSISTENT_PROTOCOL
 from .persistent import PersistentHook
-from .process import ProcessGroups
 from .standin import needs_stand_in, stand_in
 
 NAME = "kodelet:executables"

@@ -49,8 +49,8 @@ from typing import Any
 from ..config import MAX_TIMEOUT
 from ..errors import HookFailure
 from ..kinds import Protocol
+from ..process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group, spawn_options
 from .executable import ExecutableHook, parse_answer
-from .process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group, spawn_options
 
 log = logging.getLogger("kodelet.persistent")
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import attrs
 
-from ..adapters.process import STDERR_TAIL, ProcessResult, SpawnError, arun_process
 from ..config import check_timeout
+from ..process import STDERR_TAIL, ProcessResult, SpawnError, arun_process
 from .events import HookEvent
 from .results import HookResult, Outcome, blocking_result, failed_result, result_from_output
 from .types import AsyncOutput, HookDataError, output_from_wire

@@ -26,8 +26,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ..adapters.process import STDERR_TAIL, STDOUT_CAP
 from ..config import check_timeout
+from ..process import STDERR_TAIL, STDOUT_CAP
 from .command import CommandHook
 from .emission import Emitter, HookProgress, HookResponse, HookStarted, Sink, sdk_outcome
 from .events import EVENTS, HookEvent, parse_hook_event

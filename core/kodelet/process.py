@@ -22,7 +22,7 @@ from typing import Any, Protocol, Required, TypedDict, Unpack
 
 import attrs
 
-from ..config import MAX_TIMEOUT
+from .config import MAX_TIMEOUT
 
 STDOUT_CAP = 1024 * 1024
 STDERR_TAIL = 4096
