@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,7 @@ def install(cache: Path = CACHE) -> Path:
             "npm_config_update_notifier": "false",
         }
         done = subprocess.run(
-            ["npm", "pack", package, "--json", "--pack-destination", tmp],
+            ["npm", "pack", package, "--pack-destination", tmp],
             capture_output=True,
             text=True,
             timeout=600,
@@ -79,12 +80,7 @@ def install(cache: Path = CACHE) -> Path:
         )
         if done.returncode != 0:
             raise InstallError(f"npm pack {package} failed: {done.stderr.strip()[-500:]}")
-        name = json.loads(done.stdout)[0]["filename"].replace("@", "").replace("/", "-")
-        tarball = (
-            next(Path(tmp).glob("*.tgz"), None)
-            if not (Path(tmp) / name).exists()
-            else Path(tmp) / name
-        )
+        tarball = next(Path(tmp).glob("*.tgz"), None)
         if tarball is None:
             raise InstallError(f"npm pack {package} left no tarball")
         got = integrity_of(tarball.read_bytes())
@@ -134,7 +130,7 @@ class Run:
         return json.dumps(self.api.main_requests(), ensure_ascii=False)
 
 
-def claude_env(api: MessagesAPI, home: Path, path_prefix: list[str] = ()) -> dict[str, str]:  # type: ignore[assignment]
+def claude_env(api: MessagesAPI, home: Path, path_prefix: Sequence[str] = ()) -> dict[str, str]:
     env = {
         "PATH": os.pathsep.join([*path_prefix, os.environ.get("PATH", "/usr/bin:/bin")]),
         "HOME": str(home),
@@ -159,9 +155,9 @@ def run_claude(
     prompt: str = "go",
     allowed: str = "Bash Read Write Edit",
     cwd: Path | None = None,
-    path_prefix: list[str] = (),  # type: ignore[assignment]
+    path_prefix: Sequence[str] = (),
     env: dict[str, str] | None = None,
-    args: list[str] = (),  # type: ignore[assignment]
+    args: Sequence[str] = (),
     timeout: float = 120,
 ) -> Run:
     """``claude -p PROMPT`` in ``cwd`` (default ``project``) against a stand-in model."""
