@@ -11,8 +11,6 @@ import pytest
 
 from tests.e2e import claude_code
 
-pytestmark = pytest.mark.e2e
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
