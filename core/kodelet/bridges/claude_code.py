@@ -20,7 +20,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,8 +36,12 @@ __all__ = [
     "EVENTS",
     "Call",
     "HookInputError",
+    "Options",
+    "answer",
     "failure_answer",
+    "fresh_runtime",
     "main",
+    "parse_args",
     "read_call",
     "run_hook",
 ]
@@ -87,17 +92,16 @@ def read_call(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> 
     return Call(hook_input, payload, project)
 
 
-def run_hook(
-    data: Mapping[str, Any],
-    *,
-    trace: IO[str] | None = None,
-    no_hooks: bool | None = None,
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """Dispatch one Claude hook input through its project's runtime; the answer or None."""
-    call = read_call(data, env)
-    if call is None:
-        return None
+RuntimeSource = Callable[[Call, "bool | None"], AbstractContextManager[Any]]
+"""Lends the runtime that answers a call: a fresh one per call in-process, the kept one
+in a warm kodelet (:mod:`kodelet.warm.server`)."""
+
+
+@contextlib.contextmanager
+def fresh_runtime(
+    call: Call, no_hooks: bool | None, env: Mapping[str, str] | None = None
+) -> Iterator[Any]:
+    """The project's runtime, loaded for this one call, its hooks killed with this process."""
     from ..assembly import hooks_die_with_host, load_runtime
 
     # Claude Code reads stdout as the answer (and, for some events, as text for
@@ -114,6 +118,23 @@ def run_hook(
         ) as runtime,
         hooks_die_with_host(runtime),
     ):
+        yield runtime
+
+
+def run_hook(
+    data: Mapping[str, Any],
+    *,
+    trace: IO[str] | None = None,
+    no_hooks: bool | None = None,
+    env: Mapping[str, str] | None = None,
+    runtimes: RuntimeSource | None = None,
+) -> dict[str, Any] | None:
+    """Dispatch one Claude hook input through its project's runtime; the answer or None."""
+    call = read_call(data, env)
+    if call is None:
+        return None
+    lend = runtimes or (lambda c, n: fresh_runtime(c, n, env))
+    with lend(call, no_hooks) as runtime:
         dispatch = runtime.dispatch(call.payload)
     if trace is not None:
         for rec in dispatch.trace:
@@ -182,8 +203,35 @@ Options:
 """
 
 
-def _read_input() -> dict[str, Any]:
-    raw = sys.stdin.buffer.read(INPUT_CAP + 1)
+@attrs.frozen
+class Options:
+    """``kodelet claude hook``'s options; the warm kodelet's client passes them along."""
+
+    trace: bool = False
+    trace_file: str | None = None
+    no_hooks: bool | None = None
+    help: bool = False
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    args = list(argv)
+    trace, trace_file, no_hooks, wants_help = False, None, None, False
+    while args:
+        arg = args.pop(0)
+        if arg == "--trace":
+            trace = True
+        elif arg == "--trace-file" and args:
+            trace_file = args.pop(0)
+        elif arg == "--no-hooks":
+            no_hooks = True
+        elif arg in ("-h", "--help"):
+            wants_help = True
+        else:
+            raise HookInputError(f"unknown option {arg!r} (usage: {USAGE})")
+    return Options(trace, trace_file, no_hooks, wants_help)
+
+
+def read_input(raw: bytes) -> dict[str, Any]:
     if len(raw) > INPUT_CAP:
         raise HookInputError(f"hook input is over {INPUT_CAP // (1024 * 1024)} MiB")
     try:
@@ -201,42 +249,53 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``kodelet claude hook``: stdin in, Claude Code's JSON out. Never a traceback at the
-    agent, and never a silent "go ahead" when kodelet itself failed."""
-    args = list(sys.argv[3:] if argv is None else argv)
+def answer(
+    raw: bytes,
+    argv: Sequence[str],
+    *,
+    stderr: IO[str],
+    env: Mapping[str, str] | None = None,
+    runtimes: RuntimeSource | None = None,
+) -> tuple[str, int]:
+    """(stdout, exit code) for one hook input: what ``kodelet claude hook`` prints, in
+    this process or in a warm kodelet. Never a traceback, and never a silent "go ahead"
+    when kodelet itself failed."""
     trace: IO[str] | None = None
-    no_hooks: bool | None = None
     data: dict[str, Any] | None = None
     try:
-        while args:
-            arg = args.pop(0)
-            if arg == "--trace":
-                trace = trace or sys.stderr
-            elif arg == "--trace-file" and args:
-                trace = open(args.pop(0), "a", encoding="utf-8")  # noqa: SIM115
-            elif arg == "--no-hooks":
-                no_hooks = True
-            elif arg in ("-h", "--help"):
-                sys.stdout.write(HELP)
-                return 0
-            else:
-                raise HookInputError(f"unknown option {arg!r} (usage: {USAGE})")
-        _setup_logging()
-        data = _read_input()
-        out = run_hook(data, trace=trace, no_hooks=no_hooks)
+        options = parse_args(argv)
+        if options.help:
+            return HELP, 0
+        if options.trace_file is not None:
+            trace = open(options.trace_file, "a", encoding="utf-8")  # noqa: SIM115
+        elif options.trace:
+            trace = stderr
+        data = read_input(raw)
+        out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)
     except Exception as exc:
         problem = _describe(exc)
-        sys.stderr.write(f"kodelet: error: {problem}\n")
-        if on_failure(data) == "allow":
-            return 1  # a non-blocking error for Claude Code: the opt-out
+        stderr.write(f"kodelet: error: {problem}\n")
+        if on_failure(data, env) == "allow":
+            return "", 1  # a non-blocking error for Claude Code: the opt-out
         name = data.get("hook_event_name") if data is not None else None
         out, code = failure_answer(name, problem)
         if out is None:
-            return code
+            return "", code
     finally:
-        if trace is not None and trace is not sys.stderr:
+        if trace is not None and trace is not stderr:
             trace.close()
-    if out is not None:
-        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-    return 0
+    return ("" if out is None else json.dumps(out, ensure_ascii=False) + "\n"), 0
+
+
+def main(argv: Sequence[str] | None = None, raw: bytes | None = None) -> int:
+    """``kodelet claude hook``: stdin in, Claude Code's JSON out."""
+    argv = list(sys.argv[3:] if argv is None else argv)
+    _setup_logging()
+    if raw is None:
+        wants_help = any(a in ("-h", "--help") for a in argv)
+        raw = b"" if wants_help else sys.stdin.buffer.read(INPUT_CAP + 1)
+    out, code = answer(raw, argv, stderr=sys.stderr)
+    if out:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    return code
