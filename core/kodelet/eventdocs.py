@@ -142,8 +142,8 @@ print, for editors and for validating a hook in any language.
   strict: `{"blocked": "yes"}` is the hook's failure, not a block. Keys kodelet
   does not know are ignored.
 - **Several hooks.** Each event's merge rule (below) says how the answers of
-  several hooks combine. Order: DESIGN.md's call order, as `kodelet hooks list`
-  shows it.
+  several hooks combine. Order: the call order of [HOSTS.md](HOSTS.md#call-order), as
+  `kodelet hooks list` shows it.
 """
 
 

@@ -116,7 +116,7 @@ FIELD_DOCS: Mapping[str, str] = {
     "UsageInfo.current_context_window": "Tokens in the context now.",
     "UsageInfo.max_context_window": "The model's context window, in tokens.",
     "StructuredToolResult": "A tool's result, as the model sees it.",
-    "StructuredToolResult.tool_name": "The tool's name (camelCase on the wire, as in the seeds).",
+    "StructuredToolResult.tool_name": "The tool's name (camelCase on the wire).",
     "StructuredToolResult.success": "Whether the tool succeeded.",
     "StructuredToolResult.error": "What went wrong. Left out when null.",
     "StructuredToolResult.metadata": (
