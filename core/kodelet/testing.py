@@ -79,7 +79,7 @@ _DEFAULTS: dict[Event, dict[str, Any]] = {
 
 
 def make_payload(event: Event | str, **fields: Any) -> BasePayload:
-    """A valid payload for ``event``: the seeds' example values, overridden by ``fields``.
+    """A valid payload for ``event``: example values, overridden by ``fields``.
 
     Values may be model objects or their wire form (``{"toolName": ...}``,
     ``{"role": ..., "content": ...}``); the result went through the same
@@ -234,7 +234,7 @@ def executables(runtime: Runtime) -> list[ExecutableHook]:
 
 def per_call_runtime(**kwargs: Any) -> Runtime:
     """:func:`~kodelet.assembly.load_runtime`, but with every executable hook spawned per
-    call (the seeds' protocol), even one that offers a persistent ``serve``."""
+    call (the ``hook``/``run`` protocol), even one that offers a persistent ``serve``."""
     return load_runtime(**kwargs, persistent=False)
 
 

@@ -1,4 +1,4 @@
-"""Claude Code / Agent SDK hooks (seed 004, "Spec 07"), runnable on their own.
+"""Claude Code / Agent SDK hooks, runnable on their own.
 
 A :class:`Runner` fires the 15 Claude hook events at :class:`HookMatcher` groups of
 Python callbacks and :class:`CommandHook` shell commands and returns one
