@@ -65,6 +65,24 @@ def test_an_executable_guardrail_denies_through_the_sdk_callback(project: Path) 
     assert fire(mapping, allowed) == {}
 
 
+def test_an_ask_is_the_sdks_ask_permission_decision(tmp_path: Path) -> None:
+    class Asker:
+        @hookimpl
+        def before_tool_call(self, tool_input: dict[str, Any]) -> Any:
+            return {"ask": True, "reason": "push to main?"}
+
+    with isolated_runtime(tmp_path, ("asker", Asker())) as rt:
+        out = fire(hooks(rt), base(tmp_path, "PreToolUse", tool_name="Bash",
+                                   tool_input={"command": "git push"}))  # fmt: skip
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "push to main?",
+        }
+    }
+
+
 def test_a_rewrite_comes_back_as_updated_input_in_claude_keys(tmp_path: Path) -> None:
     with isolated_runtime(tmp_path, ("rewriter", Rewriter())) as rt:
         data = base(tmp_path, "PreToolUse", tool_name="Write",

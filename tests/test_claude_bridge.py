@@ -25,6 +25,8 @@ case "$payload" in
   *'rm -rf'*) echo '{"blocked": true, "reason": "rm -rf is not allowed"}' ;;
   *'sudo '*) echo '{"input": {"command": "echo no sudo here"}}' ;;
   *'"file_write"'*) echo '{"input": {"file_path": "/tmp/x", "text": "safe"}}' ;;
+  *'git push'*) echo '{"ask": true, "reason": "pushing needs a yes"}' ;;
+  *'curl '*) echo '{"ask": true, "reason": "network", "input": {"command": "curl -sS x"}}' ;;
 esac
 """
 
@@ -167,6 +169,24 @@ def test_pre_tool_use_rewrite_is_updated_input(claude_project: Path) -> None:
             "hookEventName": "PreToolUse",
             "updatedInput": {"command": "echo no sudo here"},
         }
+    }
+
+
+def test_pre_tool_use_ask_is_claude_codes_ask(claude_project: Path) -> None:
+    out = answered(hook(pre_tool(claude_project, "git push")))
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "pushing needs a yes",
+        }
+    }
+    rewritten = answered(hook(pre_tool(claude_project, "curl example.com")))
+    assert rewritten["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "ask",
+        "permissionDecisionReason": "network",
+        "updatedInput": {"command": "curl -sS x"},
     }
 
 

@@ -279,8 +279,11 @@ def test_permission_decision_deny_ask_and_allow(packages: dict[str, Path], work:
 
     assert before("bash", {"command": "git status"}) == {"blocked": False}
     ask = before("bash", {"command": "curl https://example.com"})
-    assert ask["blocked"] is True and "approval" in ask["reason"].lower()
-    assert "Command not in allowlist" in ask["reason"]
+    assert ask == {
+        "blocked": True,
+        "ask": True,
+        "reason": "Command not in allowlist: curl https://example.com",
+    }
     deny = before("file_write", {"file_path": str(work / ".env"), "text": "X=1"})
     assert deny == {"blocked": True, "reason": "Cannot modify sensitive files"}
 

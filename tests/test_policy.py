@@ -228,6 +228,89 @@ def test_before_tool_call_in_place_edit_counts_as_a_rewrite(tmp_path: Path) -> N
     assert rt.dispatch(payload).result == BeforeToolCallResult(input={"command": "ls -a"})
 
 
+def test_an_ask_runs_every_later_hook_and_the_merged_result_asks_blocked(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    def asker(tool_input: dict[str, Any]) -> Any:
+        ran.append("asker")
+        return {"ask": True, "reason": "deletes files"}
+
+    def second(tool_input: dict[str, Any]) -> Any:
+        ran.append("second")
+        return {"ask": True, "reason": "second question", "input": {"command": "ls -a"}}
+
+    def rewrite(tool_input: dict[str, Any]) -> Any:
+        ran.append("rewrite")
+        assert tool_input == {"command": "ls -a"}
+        return {"input": {"command": "ls -la"}}
+
+    rt = runtime(
+        tmp_path,
+        Event.BEFORE_TOOL_CALL,
+        ("asker", plugin(before_tool_call=asker)),
+        ("second", plugin(before_tool_call=second)),
+        ("rewrite", plugin(before_tool_call=rewrite)),
+    )
+    d = rt.dispatch(BTC)
+    assert ran == ["asker", "second", "rewrite"]
+    assert d.result == BeforeToolCallResult(
+        blocked=True, ask=True, reason="deletes files", input={"command": "ls -la"}
+    )
+    assert result_to_wire(Event.BEFORE_TOOL_CALL, d.result) == {
+        "blocked": True,
+        "ask": True,
+        "reason": "deletes files",
+        "input": {"command": "ls -la"},
+    }
+    assert outcomes(d) == [
+        ("asker", Outcome.ACTION),
+        ("second", Outcome.ACTION),
+        ("rewrite", Outcome.MODIFIED),
+    ]
+    assert [r.detail for r in d.trace[:2]] == [
+        "ask: deletes files",
+        "ask: second question; input rewritten",
+    ]
+
+
+def test_a_block_after_an_ask_wins(tmp_path: Path) -> None:
+    rt = runtime(
+        tmp_path,
+        Event.BEFORE_TOOL_CALL,
+        ("asker", plugin(before_tool_call=lambda: {"ask": True, "reason": "sure?"})),
+        ("guard", plugin(before_tool_call=lambda: {"blocked": True, "reason": "never"})),
+    )
+    d = rt.dispatch(BTC)
+    assert d.result == BeforeToolCallResult(blocked=True, reason="never")
+    assert "ask" not in result_to_wire(Event.BEFORE_TOOL_CALL, d.result)
+
+
+def test_an_ask_without_a_reason_names_the_hook_and_no_ask_is_left_out(tmp_path: Path) -> None:
+    rt = runtime(
+        tmp_path, Event.BEFORE_TOOL_CALL, ("asker", plugin(before_tool_call=lambda: {"ask": True}))
+    )
+    assert rt.dispatch(BTC).result.reason == "asker asks for approval"
+    quiet = BeforeToolCallResult(ask=False, input={"command": "ls"})
+    assert result_to_wire(Event.BEFORE_TOOL_CALL, quiet) == {
+        "blocked": False,
+        "input": {"command": "ls"},
+    }
+
+
+def test_an_ask_that_is_not_a_boolean_is_the_hooks_failure(tmp_path: Path) -> None:
+    rt = runtime(
+        tmp_path,
+        Event.BEFORE_TOOL_CALL,
+        ("asker", plugin(before_tool_call=lambda: {"ask": "yes", "reason": "sure?"})),
+    )
+    d = rt.dispatch(BTC)
+    assert outcomes(d) == [("asker", Outcome.ERROR)]
+    assert "result.ask" in (d.trace[0].error or "")
+    assert d.result == BeforeToolCallResult()
+
+
 # -- after_tool_call: chained on tool_output ----------------------------------------------
 
 

@@ -40,11 +40,14 @@ def before_tool_call(
     tool_input: dict[str, Any],
     tool_user_id: str,
 ) -> BeforeToolCallResult | dict[str, Any] | None:
-    """Before a tool runs. Return ``blocked=True`` (with a ``reason``) to stop it, or
-    ``input`` to rewrite its arguments.
+    """Before a tool runs. Return ``blocked=True`` (with a ``reason``) to stop it,
+    ``ask=True`` (with a ``reason``) to have the user approve it, or ``input`` to rewrite
+    its arguments.
 
     Merge: hooks run in call order, each seeing ``tool_input`` as rewritten by the
-    hooks before it; the first block stops the chain and no later hook runs."""
+    hooks before it; the first block stops the chain and no later hook runs. An ask
+    does not stop the chain: a later block wins over it, and the merged result asks
+    (and is ``blocked`` for hosts that cannot ask) with the first asking hook's reason."""
 
 
 @hookspec

@@ -169,6 +169,11 @@ class BeforeToolCallReducer(_Blocking):
             dict(tool_input) if plain else bounded_copy(tool_input, "payload.tool_input", depth=1)
         )
 
+    asked = ""
+    """The first asking hook's reason: an ask does not stop the chain, since a later
+    guard may still block (a block wins) and the user approves the call as the last
+    hook leaves it."""
+
     def _fold(self, name: str, result: BeforeToolCallResult | None) -> tuple[Outcome, str | None]:
         if result is None:
             return Outcome.NO_ACTION, None
@@ -176,10 +181,15 @@ class BeforeToolCallReducer(_Blocking):
             self._block(result.reason or f"blocked by {name}")
             return Outcome.BLOCKED, self.reason
         current: BeforeToolCallPayload = self.payload  # type: ignore[assignment]
-        if result.input is not None and result.input != current.tool_input:
-            self.payload = attrs.evolve(current, tool_input=result.input)
-            return Outcome.MODIFIED, None
-        return Outcome.NO_ACTION, None
+        new = result.input
+        rewrote = new is not None and new != current.tool_input
+        if new is not None and rewrote:
+            self.payload = attrs.evolve(current, tool_input=new)
+        if result.ask:
+            why = result.reason or f"{name} asks for approval"
+            self.asked = self.asked or why
+            return Outcome.ACTION, f"ask: {why}" + ("; input rewritten" if rewrote else "")
+        return (Outcome.MODIFIED, None) if rewrote else (Outcome.NO_ACTION, None)
 
     def merged(self) -> BeforeToolCallResult:
         if self.blocked:
@@ -188,6 +198,15 @@ class BeforeToolCallReducer(_Blocking):
             )
         final: BeforeToolCallPayload = self.payload  # type: ignore[assignment]
         changed = final.tool_input != self.original
+        if self.asked:
+            # Blocked too: a host that knows no approver must not run the call.
+            return BeforeToolCallResult(
+                blocked=True,
+                ask=True,
+                reason=self.asked,
+                input=final.tool_input if changed else None,
+                additional_context=self._context(),
+            )
         if not changed and not self.context:
             return _ALLOW
         return BeforeToolCallResult(

@@ -1,7 +1,12 @@
 """What hooks answer: one attrs class per event, shared by single hooks and merged results.
 
 ``additional_context`` (all events but after_turn) is text for the model's next call
-(Spec 07's context injection); the policy gathers it from every hook in call order."""
+(Spec 07's context injection); the policy gathers it from every hook in call order.
+
+``ask`` (before_tool_call) is Claude Code's "ask the user": a hook answers
+``{"ask": true, "reason": ...}``, and the merged result that carries it is also
+``blocked``, so a host that knows nothing of approvals blocks instead of running the
+call; a host with an approver (:class:`kodelet.host.session.Session`) asks."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ HookAction = Literal["", "continue", "mutate", "callback"]
 @attrs.frozen(kw_only=True)
 class BeforeToolCallResult:
     blocked: bool = False
+    ask: bool = False
     reason: str = ""
     input: dict[str, Any] | None = None
     additional_context: list[str] | None = None

@@ -127,7 +127,16 @@ FIELD_DOCS: Mapping[str, str] = {
         "`true` stops the call: the tool does not run, the model gets a failed result whose "
         "`error` is `reason`, and no later hook runs."
     ),
-    "BeforeToolCallResult.reason": "Why the call is blocked; the model and the user see it.",
+    "BeforeToolCallResult.ask": (
+        "`true` asks the user to approve the call (Claude Code's `ask`), with `reason` as "
+        "the question. Later hooks still run and a block wins. A host with an approver "
+        "asks and runs the call only if the user approves; a host without one blocks it. "
+        "The merged result of an ask is also `blocked`, so a host that ignores `ask` "
+        "blocks."
+    ),
+    "BeforeToolCallResult.reason": (
+        "Why the call is blocked, or why approval is asked; the model and the user see it."
+    ),
     "BeforeToolCallResult.input": (
         "New arguments for the tool, replacing `tool_input`; later hooks see them. "
         "Omit (or null) to keep the arguments."

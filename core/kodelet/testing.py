@@ -9,7 +9,8 @@ too, for authors who prefer them to fixtures.
 
 Fixtures: ``kodelet_runtime`` (factory of isolated runtimes), ``kodelet_payload``
 (:func:`make_payload`), ``kodelet_run_hook`` (:func:`run_executable_hook`) and
-``kodelet_home`` (HOME and KODELET_HOME in a temp dir).
+``kodelet_home`` (HOME and KODELET_HOME in a temp dir). :class:`Approvals` stands in
+for the user a host asks when a hook answers ``ask``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .assembly import load_runtime
 from .config import Config
 from .errors import HookFailure
 from .events import Event, parse_event
+from .host.approval import ApprovalRequest
 from .payloads import (
     AfterToolCallPayload,
     AfterTurnPayload,
@@ -42,6 +44,7 @@ from .wire import build_payload, converter, payload_to_wire
 
 __all__ = [
     "SHELL_TOOL_NAMES",
+    "Approvals",
     "HookFailure",
     "RuntimeFactory",
     "after_tool_call_payload",
@@ -132,7 +135,8 @@ def unblocked_shells(
 ) -> list[str]:
     """The tool names in ``names`` under which ``runtime``'s hooks let a call running
     ``command`` through: ``[]`` for a guard that matches every shell. Each call is a
-    ``before_tool_call`` with ``{"command": command}`` as its input."""
+    ``before_tool_call`` with ``{"command": command}`` as its input; a call the hooks
+    ask the user about is not let through (it is ``blocked`` until approved)."""
     let_through = []
     for name in names:
         payload = before_tool_call_payload(name, {"command": command})
@@ -200,6 +204,20 @@ def run_executable_hook(
     finally:
         hook.close()
     return coerce_result(event, raw)
+
+
+class Approvals:
+    """An approver for a :class:`~kodelet.host.session.Session` under test: answers
+    ``answer`` to every ``ask`` and keeps the requests, so a test can check what the
+    user would have been asked (``approvals.requests[0].reason``)."""
+
+    def __init__(self, answer: bool = True) -> None:
+        self.answer = answer
+        self.requests: list[ApprovalRequest] = []
+
+    def __call__(self, request: ApprovalRequest) -> bool:
+        self.requests.append(request)
+        return self.answer
 
 
 def isolated_runtime(cwd: str | os.PathLike[str], *plugins: Any, **kwargs: Any) -> Runtime:

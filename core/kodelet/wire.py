@@ -262,7 +262,8 @@ def result_from_wire(event: Event, data: Any) -> Any:
 
 def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
     """Merged-result JSON: null and empty fields left out, but ``blocked`` always present
-    for blocking events; a rewritten ``input``/``output`` is kept even if it is empty."""
+    for blocking events; ``ask`` only when true; a rewritten ``input``/``output`` is kept
+    even if it is empty."""
     data = converter.unstructure(result)
     out: dict[str, Any] = {}
     for key, value in data.items():
@@ -271,6 +272,9 @@ def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
                 out[key] = value
         elif key == "blocked":
             if event.blocking:
+                out[key] = value
+        elif key == "ask":
+            if value:
                 out[key] = value
         elif value not in (None, "", [], {}):
             out[key] = value

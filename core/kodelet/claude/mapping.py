@@ -284,9 +284,6 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
 
 # --- answers --------------------------------------------------------------
 
-ASK_NEEDS_APPROVAL = "a Claude Code hook asks for approval, and kodelet has no one to ask"
-
-
 def to_kodelet_result(
     event: HookEvent, doc: dict[str, Any], *, tool_name: str = ""
 ) -> dict[str, Any] | None:
@@ -294,8 +291,9 @@ def to_kodelet_result(
 
     ``tool_name`` is the Claude tool name, so ``updatedInput`` is translated back to
     the kodelet tool's keys. ``continue: false`` blocks what can be blocked (kodelet
-    has no "stop the agent" answer) and cancels a Stop hook's follow-up; an ``ask``
-    blocks, since there is no one to ask (docs/DECISIONS.md). None: nothing to do."""
+    has no "stop the agent" answer) and cancels a Stop hook's follow-up; an ``ask`` is
+    kodelet's ``ask`` (the host asks its approver, or blocks without one). None: nothing
+    to do."""
     mapping = to_kodelet_event(event)
     if mapping is None:
         return None
@@ -312,8 +310,9 @@ def to_kodelet_result(
         elif decision == "deny":
             out.update(blocked=True, reason=reason or "denied by a Claude Code hook")
         elif decision == "ask":
-            why = f"{ASK_NEEDS_APPROVAL}: {reason}" if reason else ASK_NEEDS_APPROVAL
-            out.update(blocked=True, reason=why)
+            out.update(ask=True, reason=reason or "a Claude Code hook asks for approval")
+            if isinstance(specific.get("updatedInput"), dict):
+                out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
         elif decision == "allow" and isinstance(specific.get("updatedInput"), dict):
             out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
     elif mapping.kodelet == Event.AFTER_TOOL_CALL:
@@ -335,6 +334,7 @@ def to_kodelet_result(
 # --- kodelet results as Claude Code's answers --------------------------------
 
 BLOCKED = "blocked by a kodelet hook"
+ASKED = "a kodelet hook asks for approval"
 REWRITTEN = "kodelet hooks rewrote this tool result: "
 
 
@@ -364,7 +364,8 @@ def claude_answer(hook_input: HookInput, result: Any) -> dict[str, Any] | None:
 
     The one translator from kodelet to Claude Code (bridge and Agent SDK). What each
     field does in the pinned Claude Code is in docs/CLAUDE.md: a rewrite carries no
-    permission decision (Claude Code still asks its own rules), a rewritten tool
+    permission decision (Claude Code still asks its own rules), an ``ask`` is Claude
+    Code's ``ask`` (the user decides), a rewritten tool
     output replaces the result, and a stop's context is dropped (Claude Code would
     start another turn for it); only follow-ups continue, once per stop."""
     from .types import PostToolUseInput, PreToolUseInput
@@ -374,15 +375,14 @@ def claude_answer(hook_input: HookInput, result: Any) -> dict[str, Any] | None:
     specific: dict[str, Any] = {"hookEventName": name}
     out: dict[str, Any] = {}
     if isinstance(hook_input, PreToolUseInput):
-        if result.blocked:
+        if result.ask:  # Claude Code asks the user (and, with no one to ask, denies)
+            specific["permissionDecision"] = "ask"
+            specific["permissionDecisionReason"] = result.reason or ASKED
+        elif result.blocked:
             specific["permissionDecision"] = "deny"
             specific["permissionDecisionReason"] = result.reason or BLOCKED
-        else:
-            if getattr(result, "ask", False):
-                specific["permissionDecision"] = "ask"
-                specific["permissionDecisionReason"] = result.reason or "a kodelet hook asks"
-            if result.input is not None:
-                specific["updatedInput"] = to_claude_input(hook_input.tool_name, result.input)
+        if result.input is not None and (result.ask or not result.blocked):
+            specific["updatedInput"] = to_claude_input(hook_input.tool_name, result.input)
     elif name == HookEvent.USER_PROMPT_SUBMIT.value:
         if result.blocked:
             out = {"decision": "block", "reason": result.reason or BLOCKED}

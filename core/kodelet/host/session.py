@@ -4,6 +4,10 @@ The host passes only each event's own fields; the session fills the base
 fields (``conv_id``, ``cwd``, ``invoked_by``, ``recipe_name``) and validates
 everything before any hook runs, so a host bug is a ``ValueError`` naming the
 field, not a confusing answer from some hook.
+
+A hook's ``ask`` is answered here: the session's ``approver`` (sync or async) is
+asked, and the call runs only on a plain ``True``; without an approver it is
+blocked (:mod:`kodelet.host.approval`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from ..events import Event
-from ..payloads import BasePayload, Message, StructuredToolResult, UsageInfo
+from ..payloads import BasePayload, BeforeToolCallPayload, Message, StructuredToolResult, UsageInfo
 from ..results import (
     AfterToolCallResult,
     AfterTurnResult,
@@ -24,6 +28,7 @@ from ..runtime import Runtime
 from ..trace import Dispatch
 from ..wire import MISSING as _MISSING
 from ..wire import build_payload
+from .approval import Approver, asettle, settle
 
 
 class Session:
@@ -36,13 +41,17 @@ class Session:
         invoked_by: str = "main",
         recipe_name: str = "",
         on_dispatch: Callable[[Dispatch], None] | None = None,
+        approver: Approver | None = None,
     ) -> None:
+        """``approver`` answers a hook's ``ask`` (True runs the call); without one, a call
+        a hook wants approved is blocked."""
         self.runtime = runtime
         self.conv_id = conv_id
         self.cwd = cwd if cwd is not None else str(runtime.cwd)
         self.invoked_by = invoked_by
         self.recipe_name = recipe_name
         self.on_dispatch = on_dispatch
+        self.approver = approver
         self.last: Dispatch | None = None
 
     def payload(self, event: Event, **fields: Any) -> BasePayload:
@@ -77,8 +86,11 @@ class Session:
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        fields = _own(locals())
-        return cast(BeforeToolCallResult, self.dispatch(Event.BEFORE_TOOL_CALL, **fields))
+        payload = cast(
+            BeforeToolCallPayload, self.payload(Event.BEFORE_TOOL_CALL, **_own(locals()))
+        )
+        result = self._done(self.runtime.dispatch(payload))
+        return settle(payload, result, self.approver)
 
     def after_tool_call(
         self,
@@ -128,8 +140,11 @@ class Session:
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
     ) -> BeforeToolCallResult:
-        fields = _own(locals())
-        return cast(BeforeToolCallResult, await self.adispatch(Event.BEFORE_TOOL_CALL, **fields))
+        payload = cast(
+            BeforeToolCallPayload, self.payload(Event.BEFORE_TOOL_CALL, **_own(locals()))
+        )
+        result = self._done(await self.runtime.adispatch(payload))
+        return await asettle(payload, result, self.approver)
 
     async def aafter_tool_call(
         self,
