@@ -49,3 +49,47 @@ def test_no_flag_is_shown_as_taking_a_value() -> None:
         assert "<bool>" not in text, (path, text)
     replay = kodelet("replay", "--help").stdout
     assert re.search(r"^ +--json +Print the report", replay, re.M), replay
+
+
+def _helps() -> dict[tuple[str, ...], str]:
+    paths = _command_paths(typer.main.get_command(app))
+    with ThreadPoolExecutor(4) as pool:
+        texts = pool.map(lambda path: kodelet(*path, "--help").stdout, paths)
+    return dict(zip(paths, texts, strict=True))
+
+
+def _names(text: str) -> list[str]:
+    """The usage line's words after the command, and the name column of every row
+    under Arguments and Options: where a value is named."""
+    usage = text.splitlines()[0]
+    names = [usage]
+    section = None
+    for line in text.splitlines():
+        if line and not line.startswith(" "):
+            section = line
+        elif section in ("Arguments:", "Options:") and re.match(r"  \S", line):
+            names.append(re.split(r"\s{2,}", line.strip())[0])
+    return names
+
+
+def test_every_value_is_named_in_capitals_as_click_does() -> None:
+    """``{event}``, ``<list[str]>`` or ``<float>`` name the parser's types, not what
+    to type: ``EVENT``, ``PACKAGE...``, ``SECONDS``."""
+    helps = _helps()
+    assert len(helps) > 20
+    for path, text in helps.items():
+        for name in _names(text):
+            assert not re.search(r"[{}<>]|\[\[", name), (path, name)
+    run = _names(helps[("hooks", "run")])
+    assert run[0].endswith(" kodelet hooks run [OPTIONS] EVENT")
+    assert "EVENT" in run and "-p, --payload FILE" in run and "--timeout SECONDS" in run
+    assert _names(helps[("plugins", "install")])[0].endswith("[OPTIONS] PACKAGE...")
+    assert _names(helps[("replay",)])[0].endswith("[OPTIONS] [PATH]...")
+
+
+JARGON = re.compile(r"\bseeds?\b|Spec 07|DESIGN\.md|\bADR \d|\.\./shared", re.I)
+
+
+def test_help_names_no_document_outside_the_repository() -> None:
+    for path, text in _helps().items():
+        assert not JARGON.search(text), (path, JARGON.findall(text))

@@ -14,7 +14,7 @@ import typer
 
 from ..places import find_project
 from . import claude_cmd, claude_run_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
-from .common import State, fail, setup_logging
+from .common import State, fail, plain_help, setup_logging
 
 app = typer.Typer(
     name="kodelet",
@@ -42,6 +42,7 @@ def main_options(
     cwd: Path = typer.Option(
         None,
         "--cwd",
+        metavar="DIR",
         help="Project directory (default: the current directory).",
         file_okay=False,
         show_default=False,
@@ -75,6 +76,7 @@ app.add_typer(config_cmd.app, name="config")
 claude_run_cmd.register(claude_cmd.app)
 app.add_typer(claude_cmd.app, name="claude")
 app.command("replay")(replay_cmd.replay)
+plain_help(app)
 
 
 def _click_exceptions() -> Any:

@@ -13,12 +13,66 @@ from typing import Any, NoReturn
 
 import attrs
 import typer
+from typer.core import TyperCommand
 
 from ..assembly import hooks_die_with_host, load_runtime
 from ..config import ConfigError
 from ..escaping import printable as printable  # re-exported: the CLI modules import it here
 from ..listing import skipped_hooks
 from ..runtime import Runtime
+
+
+class PlainCommand(TyperCommand):
+    """Values named as click names them: ``EVENT``, ``PACKAGE...``, ``--lang LANG``.
+
+    Typer 0.29 writes a required argument as ``{event}`` and adds the Python type to
+    every argument and option (``<list[str]>``, ``<float>``): the parser's words, not
+    what to type. A value without a metavar of its own is named after its parameter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.metavar is not None:
+                continue
+            name = str(param.name).upper()
+            if param.param_type_name == "argument":
+                name = name if param.required else f"[{name}]"
+                param.metavar = name if param.nargs == 1 else f"{name}..."
+            elif not getattr(param, "is_flag", False) and not getattr(param, "count", False):
+                param.metavar = name
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(str(param.metavar))
+            else:
+                pieces += param.get_usage_pieces(ctx)
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        rows: dict[str, list[tuple[str, str]]] = {"argument": [], "option": []}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None or param.param_type_name not in rows:
+                continue
+            if param.param_type_name == "argument":
+                record = (str(param.metavar), record[1])
+            rows[param.param_type_name].append(record)
+        for kind, title in (("argument", "Arguments"), ("option", "Options")):
+            if rows[kind]:
+                with formatter.section(title):
+                    formatter.write_dl(rows[kind])
+
+
+def plain_help(app: typer.Typer) -> None:
+    """Every command of ``app`` and of its sub-apps gets :class:`PlainCommand`'s help."""
+    for command in app.registered_commands:
+        if command.cls in (None, TyperCommand):
+            command.cls = PlainCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            plain_help(group.typer_instance)
 
 
 @attrs.define

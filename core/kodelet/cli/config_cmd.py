@@ -35,6 +35,7 @@ def show(
     timeout: float | None = typer.Option(
         None,
         "--timeout",
+        metavar="SECONDS",
         help="Show the effect of a --timeout flag (seconds) on top of files and environment.",
         show_default=False,
     ),

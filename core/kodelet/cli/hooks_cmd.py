@@ -161,9 +161,12 @@ def run(
         None,
         "--payload",
         "-p",
+        metavar="FILE",
         help="Payload JSON file, or - for stdin (default: {}).",
     ),
-    timeout: float = typer.Option(None, "--timeout", help="Per-hook timeout in seconds."),
+    timeout: float = typer.Option(
+        None, "--timeout", metavar="SECONDS", help="Per-hook timeout in seconds."
+    ),
     trace: bool = typer.Option(False, "--trace", help="One JSON line per hook called, on stderr."),
     exit_code: bool = typer.Option(
         False, "--exit-code", help="Exit 2 when the merged result is blocked (for shell scripts)."

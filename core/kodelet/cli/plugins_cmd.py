@@ -149,7 +149,10 @@ def add(
     force: bool = typer.Option(False, "--force", help="Replace an installed plugin of that name."),
     ref: str = typer.Option(None, "--ref", help="Tag, branch or commit to install (git only)."),
     name: str = typer.Option(
-        None, "--name", help="Install as org/repo (default: the source's last two path parts)."
+        None,
+        "--name",
+        metavar="ORG/REPO",
+        help="Install as org/repo (default: the source's last two path parts).",
     ),
 ) -> None:
     """Install a plugin repository's skills/, recipes/ and hooks/."""
@@ -281,7 +284,9 @@ _PIP_ARGS = {"ignore_unknown_options": True}
 @app.command("install", context_settings=_PIP_ARGS)
 def install(
     packages: list[str] = typer.Argument(
-        ..., help="Packages (and pip options), e.g. kodelet-plugin-foo or -e ./my-plugin."
+        ...,
+        metavar="PACKAGE...",
+        help="Packages (and pip options), e.g. kodelet-plugin-foo or -e ./my-plugin.",
     ),
 ) -> None:
     """pip install native plugins into kodelet's own environment."""
@@ -291,7 +296,9 @@ def install(
 @app.command("uninstall", context_settings=_PIP_ARGS)
 def uninstall(
     packages: list[str] = typer.Argument(
-        ..., help="Packages, or native plugin names (resolved to their package)."
+        ...,
+        metavar="PACKAGE...",
+        help="Packages, or native plugin names (resolved to their package).",
     ),
 ) -> None:
     """pip uninstall native plugins from kodelet's own environment (no confirmation).
@@ -306,6 +313,7 @@ def new(
     directory: Path = typer.Option(
         None,
         "--dir",
+        metavar="DIR",
         help="Project directory to create (default: ./kodelet-plugin-NAME).",
         file_okay=False,
         show_default=False,
