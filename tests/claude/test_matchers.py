@@ -73,3 +73,13 @@ def test_matcher_timeout_must_be_positive() -> None:
         HookMatcher(None, [], timeout=0)
     with pytest.raises(TypeError, match=r"hooks\[0\]: expected a callable or a CommandHook"):
         HookMatcher(None, ["echo hi"])  # type: ignore[list-item]
+
+
+def test_names_with_spaces_or_commas_are_a_list_as_claude_code_reads_them() -> None:
+    # Claude Code 2.1.328 splits a matcher made of names, '|', ',', spaces and '-' on
+    # '|' and ',' and trims each name: "Edit | Bash" guards Bash (checked against the
+    # binary in tests/e2e/test_claude_differential.py).
+    assert matching("Edit | Bash") == ["Bash", "Edit"]
+    assert matching(" Write ,Edit ") == ["Write", "Edit"]
+    assert matching("Bash Edit") == []
+    assert Matcher("my-tool")("my-tool") and not Matcher("my-tool")("my-tool2")

@@ -103,10 +103,12 @@ def test_deny_beats_ask_beats_allow(make_runner: MakeRunner, tmp_path: Path) -> 
     hooks = [answer("allow", "a"), answer("ask", "q1"), answer("ask", "q2")]
     runner = make_runner({"PreToolUse": [HookMatcher(None, hooks)]})
     doc = merge("PreToolUse", runner.fire("PreToolUse", bash_input()))
+    # Claude Code shows the asking hook's rewrite to the user it asks.
     assert doc["hookSpecificOutput"] == {
         "hookEventName": "PreToolUse",
         "permissionDecision": "ask",
         "permissionDecisionReason": "q1",
+        "updatedInput": {"command": "changed"},
     }
     runner = make_runner(
         {"PreToolUse": [HookMatcher(None, [*hooks, CommandHook("echo no >&2; exit 2")])]}

@@ -121,10 +121,10 @@ def test_plain_stdout_is_a_message_not_an_error(make_runner: MakeRunner) -> None
 
 
 def test_stdout_is_capped_and_stderr_tail_kept(make_runner: MakeRunner) -> None:
-    flood = CommandHook("head -c 2000000 /dev/zero | tr '\\0' x")
+    flood = CommandHook("head -c 17000000 /dev/zero | tr '\\0' x")
     noisy = CommandHook("for i in $(seq 1 3000); do echo line$i >&2; done; exit 2")
-    runner = make_runner({"PreToolUse": [HookMatcher(None, [flood, noisy])]})
-    big, loud = runner.fire("PreToolUse", bash_input())
+    runner = make_runner({"PostToolUse": [HookMatcher(None, [flood, noisy])]})
+    big, loud = runner.fire("PostToolUse", bash_input())
     assert big.outcome == Outcome.ERROR and "output exceeded" in (big.error or "")
     assert loud.outcome == Outcome.BLOCKING
     assert loud.message is not None and loud.message.endswith("line3000")

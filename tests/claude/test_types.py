@@ -160,9 +160,9 @@ def test_pre_tool_use_output_round_trip() -> None:
             r"hookEventName: expected 'PreToolUse', got 'PostToolUse'",
         ),
         (
-            HookEvent.STOP,
-            {"hookSpecificOutput": {"hookEventName": "Stop"}},
-            r"Stop hooks have no hook-specific output",
+            HookEvent.PRE_COMPACT,
+            {"hookSpecificOutput": {"hookEventName": "PreCompact"}},
+            r"PreCompact hooks have no hook-specific output",
         ),
         (
             HookEvent.PERMISSION_REQUEST,

@@ -76,8 +76,12 @@ EVENTS: dict[HookEvent, EventInfo] = {
     HookEvent.USER_PROMPT_SUBMIT: EventInfo(
         matcher_field=None, exit_two="block", stdout_is_context=True, specific_output=_CONTEXT
     ),
-    HookEvent.STOP: EventInfo(matcher_field=None, exit_two="block"),
-    HookEvent.SUBAGENT_STOP: EventInfo(matcher_field="agent_type", exit_two="block"),
+    # Claude Code 2.1.328 takes additionalContext on Stop, SubagentStop and Setup too;
+    # on a stop it is feedback the agent goes on to act on.
+    HookEvent.STOP: EventInfo(matcher_field=None, exit_two="block", specific_output=_CONTEXT),
+    HookEvent.SUBAGENT_STOP: EventInfo(
+        matcher_field="agent_type", exit_two="block", specific_output=_CONTEXT
+    ),
     HookEvent.SUBAGENT_START: EventInfo(
         matcher_field="agent_type", exit_two="none", specific_output=_CONTEXT
     ),
@@ -89,7 +93,7 @@ EVENTS: dict[HookEvent, EventInfo] = {
         matcher_field="source", exit_two="none", stdout_is_context=True, specific_output=_CONTEXT
     ),
     HookEvent.SESSION_END: EventInfo(matcher_field="reason", exit_two="none"),
-    HookEvent.SETUP: EventInfo(matcher_field="trigger", exit_two="none"),
+    HookEvent.SETUP: EventInfo(matcher_field="trigger", exit_two="none", specific_output=_CONTEXT),
     HookEvent.TEAMMATE_IDLE: EventInfo(matcher_field=None, exit_two="block"),
     HookEvent.TASK_COMPLETED: EventInfo(matcher_field=None, exit_two="block"),
 }

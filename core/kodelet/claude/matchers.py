@@ -1,7 +1,9 @@
 """Matchers, read the way Claude Code reads them, matched in linear time.
 
 ``None``, ``""`` and ``"*"`` match everything. A matcher made only of letters,
-digits, ``_`` and ``|`` is a list of exact names (``Bash``, ``Write|Edit``).
+digits, ``_``, ``-``, spaces, ``|`` and ``,`` is a list of exact names split on ``|``
+and ``,``, each trimmed (``Bash``, ``Write|Edit``, ``Edit | Bash``), as Claude Code
+2.1.328 reads the matchers of every event that has one.
 Anything else is a regular expression searched in the value, as Claude Code
 does with JavaScript's ``RegExp.test`` (``Notebook.*``, ``^mcp__github__``); anchor
 it with ``^...$`` to match the whole name. A glob such as ``mcp__*`` or ``*Edit``
@@ -34,7 +36,8 @@ from typing import Any
 
 import attrs
 
-_SIMPLE = re.compile(r"[A-Za-z0-9_|]+")
+_SIMPLE = re.compile(r"[A-Za-z0-9_|, -]+")
+_NAME_SEPARATORS = re.compile(r"[|,]")
 _GROUP_NAME = re.compile(r"<[A-Za-z_$][A-Za-z0-9_$]*>")
 _HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
 _HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
@@ -211,7 +214,7 @@ class Matcher:
         if not pattern or pattern == "*":
             return
         if _SIMPLE.fullmatch(pattern):
-            names = frozenset(p.strip() for p in pattern.split("|") if p.strip())
+            names = frozenset(p.strip() for p in _NAME_SEPARATORS.split(pattern) if p.strip())
             object.__setattr__(self, "_names", names)
             return
         # JavaScript constructs RE2 cannot run, or would read otherwise, are refused

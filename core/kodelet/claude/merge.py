@@ -9,8 +9,10 @@ Priority" with Claude Code's documented precedence:
 - any ``continue: false`` stops the agent, with the first such hook's ``stopReason``;
 - ``systemMessage`` and ``additionalContext`` accumulate in order, joined by newlines;
 - PreToolUse: deny > ask > allow > no decision; the reason is the first one given
-  by a hook of the winning kind; ``updatedInput`` comes from the first allowing hook
-  that gives one, and only when the answer is allow; exit 2 is a deny;
+  by a hook of the winning kind; ``updatedInput`` comes from the first hook of the
+  winning kind that gives one, else from the first hook with no decision that gives
+  one (Claude Code 2.1.328 applies it and still asks its permission rules), never
+  with a deny; exit 2 is a deny;
 - PermissionRequest: deny > allow, the first decision of the winning kind;
 - events that can block (UserPromptSubmit, Stop, SubagentStop, TeammateIdle,
   TaskCompleted) and those that feed back (PostToolUse, PostToolUseFailure):
@@ -48,25 +50,27 @@ def _reason(r: HookResult) -> str | None:
 
 
 def _pre_tool_use(now: list[HookResult]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for kind in ("deny", "ask", "allow"):
         chosen = [r for r in now if r.decision == kind]
         if chosen:
+            out["permissionDecision"] = kind
+            reason = next((x for r in chosen if (x := _reason(r))), None)
+            if reason:
+                out["permissionDecisionReason"] = reason
             break
     else:
-        return {}
-    out: dict[str, Any] = {"permissionDecision": kind}
-    reason = next((x for r in chosen if (x := _reason(r))), None)
-    if reason:
-        out["permissionDecisionReason"] = reason
-    if kind == "allow":
-        for r in chosen:
-            specific = r.hook_specific_output
-            if (
-                isinstance(specific, PreToolUseSpecificOutput)
-                and specific.updated_input is not None
-            ):
-                out["updatedInput"] = specific.updated_input
-                break
+        kind = None
+    if kind == "deny":
+        return out
+    # Claude Code applies an updatedInput that comes with no decision, and then asks
+    # its own permission rules; a hook of the winning kind gives it first.
+    givers = [r for r in now if r.decision == kind] + [r for r in now if r.decision is None]
+    for r in givers:
+        specific = r.hook_specific_output
+        if isinstance(specific, PreToolUseSpecificOutput) and specific.updated_input is not None:
+            out["updatedInput"] = specific.updated_input
+            break
     return out
 
 

@@ -68,6 +68,9 @@ class HookResult:
     """The hook answered ``{"async": true}``; its late result comes later."""
     late: bool = False
     """This is the late result of an async hook, handed over after its own fire."""
+    session_env: str | None = None
+    """What a SessionStart or Setup command hook wrote to its ``CLAUDE_ENV_FILE``
+    (``export NAME=value`` lines Claude Code runs before each Bash command)."""
 
     @property
     def additional_context(self) -> str | None:

@@ -18,6 +18,9 @@ import concurrent.futures
 import contextlib
 import inspect
 import os
+import shutil
+import stat
+import tempfile
 import threading
 import time
 import uuid
@@ -28,7 +31,7 @@ import attrs
 
 from ..config import check_timeout
 from ..process import STDERR_TAIL, STDOUT_CAP
-from .command import CommandHook
+from .command import ENV_FILE_EVENTS, CommandHook
 from .emission import Emitter, HookProgress, HookResponse, HookStarted, Sink, sdk_outcome
 from .events import EVENTS, HookEvent, parse_hook_event
 from .matchers import Matcher
@@ -51,6 +54,9 @@ response's stdout (up to 1 MiB) and stderr (a 4 KiB tail), and one last record s
 how many lines were not sent: a hook printing millions of lines costs the host a
 bounded number of records and bounded memory, whatever the sink does with them."""
 
+
+ENV_FILE_CAP = 64 * 1024
+"""Bytes of a ``CLAUDE_ENV_FILE`` read back into :attr:`HookResult.session_env`."""
 
 MAX_ASYNC = 16
 """Async command hooks (configured ``async`` or gone async) one runner lets run at
@@ -160,6 +166,19 @@ class HookMatcher:
         return self.compiled(value if isinstance(value, str) else "")
 
 
+def _read_env_file(path: str) -> str | None:
+    """What a hook wrote to its ``CLAUDE_ENV_FILE`` (a regular file only, bounded)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        text = f.read(ENV_FILE_CAP).decode("utf-8", "replace")
+    return text or None
+
+
 def _too_many(event: HookEvent, name: str) -> HookResult:
     why = f"not run: {MAX_ASYNC} async command hooks already running"
     return failed_result(event, why, hook=name, kind="command", duration=0.0)
@@ -215,6 +234,7 @@ class Runner:
         session_id: str | None = None,
         emit: Sink | None = None,
         async_slots: threading.BoundedSemaphore | None = None,
+        env_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         table: dict[HookEvent, tuple[HookMatcher, ...]] = {}
         for key, matchers in hooks.items():
@@ -226,6 +246,8 @@ class Runner:
         self.hooks = table
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.session_id = session_id
+        self.env_dir = os.fspath(env_dir) if env_dir is not None else None
+        self._own_env_dir: str | None = None
         self._emit = Emitter(emit)
         self._pool = _DaemonThreads()
         self._slots = async_slots or threading.BoundedSemaphore(MAX_ASYNC)
@@ -288,12 +310,14 @@ class Runner:
             given = wire.get("tool_use_id")
             tool_use_id = given if isinstance(given, str) and given else None
         results = self._take_finished()
+        index = 0
         for matcher in self.hooks.get(typed.event, ()):
             if not matcher.applies(typed.event, wire):
                 continue
             timeout = matcher.timeout or DEFAULT_TIMEOUT
             for hook in matcher.hooks:
-                result = await self._run(typed.event, hook, wire, tool_use_id, timeout)
+                result = await self._run(typed.event, hook, wire, tool_use_id, timeout, index)
+                index += 1
                 results.append(result)
                 if result.continue_ is False:
                     break
@@ -320,6 +344,7 @@ class Runner:
         wire: dict[str, Any],
         tool_use_id: str | None,
         timeout: float,
+        index: int = 0,
     ) -> HookResult:
         name = _name(hook)
         # Progress records are built only for a host that takes them: every tool call
@@ -372,7 +397,10 @@ class Runner:
         late: Awaitable[HookResult] | None
         if isinstance(hook, CommandHook):
             sink = on_line if emitting else None
-            result, late = await self._command(event, hook, name, wire, timeout, sink)
+            env_file = self._env_file(event, wire, index)
+            result, late = await self._command(event, hook, name, wire, timeout, sink, env_file)
+            if env_file is not None and late is None:
+                result = attrs.evolve(result, session_env=_read_env_file(env_file))
         else:
             result, late = await self._call(event, hook, name, wire, tool_use_id, timeout)
         if late is not None:
@@ -387,6 +415,7 @@ class Runner:
         wire: dict[str, Any],
         timeout: float,
         on_line: Callable[[str, str], None] | None,
+        env_file: str | None = None,
     ) -> tuple[HookResult, asyncio.Task[HookResult] | None]:
         """Start a command hook; an async one (configured, or gone async on its own)
         holds one of the runner's async slots until its late result is in."""
@@ -400,9 +429,10 @@ class Runner:
                 timeout=timeout,
                 project_dir=self.cwd or str(wire.get("cwd") or os.getcwd()),
                 on_line=on_line,
+                env_file=env_file,
             )
         except Exception as exc:  # a hook never takes the runner down
-            result = failed_result(event, str(exc), hook=name, kind="command", duration=0.0)
+            result = hook.failed(event, str(exc), duration=0.0)
             late = None
         except BaseException:  # cancelled: the slot is not kept
             if held:
@@ -511,6 +541,28 @@ class Runner:
 
         return result, finish()
 
+    # --- CLAUDE_ENV_FILE ---------------------------------------------------
+
+    def _env_file(self, event: HookEvent, wire: Mapping[str, Any], index: int) -> str | None:
+        """Where a SessionStart or Setup hook may write ``export`` lines, named as Claude
+        Code names it (``<session>/sessionstart-hook-<n>.sh``), in ``env_dir`` or a
+        directory of the runner's own that ``close`` removes."""
+        if event not in ENV_FILE_EVENTS:
+            return None
+        base = self.env_dir
+        if base is None:
+            with self._lock:
+                if self._own_env_dir is None:
+                    self._own_env_dir = tempfile.mkdtemp(prefix="kodelet-session-env-")
+                base = self._own_env_dir
+        session = str(wire.get("session_id") or "session").replace(os.sep, "_")
+        directory = os.path.join(base, session if session not in (".", "..") else "session")
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        path = os.path.join(directory, f"{event.value.lower()}-hook-{index}.sh")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # what an earlier run wrote is not this run's answer
+        return path
+
     # --- late results -----------------------------------------------------
 
     def _track(
@@ -574,6 +626,8 @@ class Runner:
             self._thread.join(timeout=5)
             self._loop.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._own_env_dir is not None:
+            shutil.rmtree(self._own_env_dir, ignore_errors=True)
 
     async def aclose(self) -> None:
         """:meth:`close` from async code: waits for this loop's cancelled hooks to finish."""
