@@ -123,3 +123,20 @@ def test_readme_first_run_commands(tmp_path: Path) -> None:
                 "compacted",
             ):
                 assert f" {kind} " in out, kind
+
+
+# -- what the docs point a reader to is in the repository ----------------------------
+
+JARGON = re.compile(r"\bseeds?\b|Spec 07|DESIGN\.md|\bADR \d|HOOKS\.md|\.\./shared", re.I)
+
+
+@pytest.mark.parametrize(
+    "page", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name
+)
+def test_user_docs_name_no_document_outside_the_repository(page: Path) -> None:
+    found = [
+        f"{page.name}:{n}: {line.strip()}"
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if JARGON.search(line)
+    ]
+    assert not found, "\n".join(found)
