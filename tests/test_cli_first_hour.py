@@ -111,6 +111,13 @@ def test_uninstall_and_remove_take_a_plugin_name(tmp_path: Path, project: Path) 
         "kodelet: error: demo is a native plugin (Python package kodelet-plugin-demo): "
         "kodelet plugins uninstall kodelet-plugin-demo\n"
     )
+    for package in ("kodelet-plugin-demo", "kodelet_plugin_demo"):
+        by_package = kodelet(project, "plugins", "remove", package, python=python)
+        assert (by_package.returncode, by_package.stderr) == (
+            1,
+            f"kodelet: error: {package} is the Python package of native plugin demo: "
+            "kodelet plugins uninstall kodelet-plugin-demo\n",
+        )
     unknown = kodelet(project, "plugins", "uninstall", "no-such-thing", python=python, env=env)
     assert unknown.returncode == 1
     assert "no installed package or native plugin named 'no-such-thing'" in unknown.stderr

@@ -215,14 +215,24 @@ def _natives() -> dict[str, tuple[bool, str | None]]:
 
 
 def _native_hint(name: str) -> None:
-    """``remove`` is for plugin repositories: point a native plugin's name to what works."""
-    found = _natives().get(name)
-    if found is None:
-        return
-    builtin, dist = found
-    if builtin or dist is None:
-        fail(f"{name} is built in; turn it off with: kodelet plugins disable {name}", 1)
-    fail(f"{name} is a native plugin (Python package {dist}): kodelet plugins uninstall {dist}", 1)
+    """``remove`` is for plugin repositories: point a native plugin's name, or its
+    package's as ``plugins list`` shows it, to what works."""
+    natives = _natives()
+    found = natives.get(name)
+    if found is not None:
+        builtin, dist = found
+        if builtin or dist is None:
+            fail(f"{name} is built in; turn it off with: kodelet plugins disable {name}", 1)
+        fail(f"{name} is a native plugin (Python package {dist}): kodelet plugins uninstall {dist}")
+    package = _canonical(name)
+    for plugin, (builtin, dist) in natives.items():
+        if not builtin and dist is not None and _canonical(dist) == package:
+            what = f"{name} is the Python package of native plugin {plugin}"
+            fail(f"{what}: kodelet plugins uninstall {dist}", 1)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _is_distribution(name: str) -> bool:
