@@ -1,8 +1,13 @@
-"""Every test runs with HOME and KODELET_HOME in temp dirs: the real ~/.kodelet is never touched."""
+"""Every test runs with HOME and KODELET_HOME in temp dirs: the real ~/.kodelet is never
+touched. Warm kodelets are off unless a test turns them on, and any a test started (in
+its own runtime directory) is stopped when it ends: nothing is left running."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +22,22 @@ def isolated_home(
     monkeypatch.setenv("KODELET_HOME", str(home / ".kodelet"))
     for var in ("KODELET_NO_HOOKS", "KODELET_HOOK_TIMEOUT", "KODELET_NO_CACHE", "KODELET_MODEL"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KODELET_DAEMON", "0")
     return home
+
+
+@pytest.fixture(autouse=True)
+def warm_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A runtime directory of the test's own for warm kodelets (short: a socket path
+    must fit in 108 bytes), and every warm kodelet in it stopped afterwards."""
+    top = Path(tempfile.mkdtemp(prefix="kw", dir="/tmp"))
+    directory = top / "run"
+    monkeypatch.setenv("KODELET_DAEMON_DIR", str(directory))
+    yield directory
+    from kodelet.warm import control
+
+    control.stop_all({**os.environ, "KODELET_DAEMON_DIR": str(directory)})
+    shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture

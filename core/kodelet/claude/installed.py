@@ -21,6 +21,9 @@ BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit")
 """Where a failure of kodelet must not let the call through (``onFailure: "block"``)."""
 PROJECT_COMMAND = "kodelet claude hook"
 """What a shared (project) settings file gets: found on each teammate's PATH."""
+LEAN_CLIENT = "/kodelet/warm/client.py"
+"""The warm kodelet's lean client, which local and user settings files run directly."""
+"""What a shared (project) settings file gets: found on each teammate's PATH."""
 
 
 def is_own_command(command: str) -> bool:
@@ -34,7 +37,7 @@ def is_own_command(command: str) -> bool:
     for i, word in enumerate(words):
         program = os.path.basename(word)
         start = None
-        if program == "kodelet":
+        if program == "kodelet" or word.endswith(LEAN_CLIENT):
             start = i + 1
         elif word == "-m" and i + 1 < len(words) and words[i + 1] == "kodelet":
             start = i + 2

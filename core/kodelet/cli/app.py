@@ -13,7 +13,16 @@ from typing import Any
 import typer
 
 from ..places import find_project
-from . import claude_cmd, claude_run_cmd, config_cmd, hooks_cmd, plugins_cmd, replay_cmd, schema_cmd
+from . import (
+    claude_cmd,
+    claude_run_cmd,
+    config_cmd,
+    daemon_cmd,
+    hooks_cmd,
+    plugins_cmd,
+    replay_cmd,
+    schema_cmd,
+)
 from .common import State, fail, plain_help, setup_logging
 
 app = typer.Typer(
@@ -75,6 +84,7 @@ app.add_typer(hooks_cmd.app, name="hooks")
 app.add_typer(config_cmd.app, name="config")
 claude_run_cmd.register(claude_cmd.app)
 app.add_typer(claude_cmd.app, name="claude")
+app.add_typer(daemon_cmd.app, name="daemon")
 app.command("replay")(replay_cmd.replay)
 plain_help(app)
 

@@ -50,14 +50,14 @@ def settings_path(scope: Scope, cwd: Path) -> Path:
 def hook_command(scope: Scope = Scope.local) -> str:
     """What the settings file of ``scope`` runs. The project file is shared with the
     team, so it names ``kodelet`` as found on each teammate's PATH; the local and user
-    files are this machine's, so they name this interpreter's own ``kodelet`` and work
-    without the venv active."""
+    files are this machine's, so they run this interpreter's lean client of the warm
+    kodelet directly (no site, no kodelet import: docs/HOSTS.md)."""
     if scope is Scope.project:
         return PROJECT_COMMAND
-    exe = Path(sys.executable).absolute().parent / "kodelet"
-    if exe.is_file() and os.access(exe, os.X_OK):
-        return f"{shlex.quote(str(exe))} claude hook"
-    return f"{shlex.quote(sys.executable)} -m kodelet claude hook"
+    from ..warm import client
+
+    lean = os.path.realpath(client.__file__)
+    return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(lean)} claude hook"
 
 
 def command_problem(command: str) -> str | None:

@@ -1,0 +1,104 @@
+"""Starting, finding and stopping warm kodelets: what ``kodelet daemon`` does."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import client
+
+__all__ = ["ask", "running", "start", "stop", "stop_all"]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def ask(socket_path: str | Path, op: str) -> dict[str, Any]:
+    """One control request (``status`` or ``stop``) to the warm kodelet at ``socket_path``."""
+    status, _, out, _ = client.call(str(socket_path), client.request(op, [], b"", os.environ))
+    if status != "ok":
+        raise client.Unavailable(status, start=False)
+    return json.loads(out) if out else {}
+
+
+def running(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every warm kodelet of this user: its status, or the problem with its socket."""
+    env = os.environ if env is None else env
+    directory = Path(client.runtime_dir(env))
+    try:
+        client.private_dir(str(directory), create=False)
+        sockets = sorted(directory.glob("*.sock"))
+    except client.Unavailable:
+        return []
+    found = []
+    for path in sockets:
+        try:
+            found.append(ask(path, "status"))
+        except client.Unavailable as exc:
+            found.append({"socket": str(path), "problem": str(exc)})
+    return found
+
+
+def stop(info: Mapping[str, Any], wait: float = 10.0) -> bool:
+    """Stop one warm kodelet (asked, then SIGTERM, then SIGKILL); True once it is gone."""
+    pid = int(info["pid"])
+    with contextlib.suppress(client.Unavailable):
+        ask(info["socket"], "stop")
+    deadline = time.monotonic() + wait
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        while time.monotonic() < deadline:
+            if _gone(pid):
+                return True
+            time.sleep(0.05)
+        deadline = time.monotonic() + 2.0
+    return _gone(pid)
+
+
+def stop_all(env: Mapping[str, str] | None = None) -> int:
+    """Stop every warm kodelet of this user (in ``env``'s directory); how many were."""
+    count = 0
+    for info in running(env):
+        if "pid" in info and stop(info):
+            count += 1
+    return count
+
+
+def start(
+    project: Path, env: Mapping[str, str] | None = None, wait: float = 30.0
+) -> dict[str, Any]:
+    """The warm kodelet of ``project``, started if none answers, once it answers."""
+    env = dict(os.environ if env is None else env)
+    directory = client.private_dir(client.runtime_dir(env), create=True)
+    name = client.key(str(project), env)
+    path = os.path.join(directory, name + ".sock")
+    deadline = time.monotonic() + wait
+    spawned = False
+    while True:
+        try:
+            return ask(path, "status")
+        except client.Unavailable as exc:
+            if not exc.start:
+                raise
+            if not spawned:
+                client.spawn(str(project), name, directory, env)
+                spawned = True
+            if time.monotonic() > deadline:
+                raise client.Unavailable(
+                    f"the warm kodelet did not answer within {wait:g} s; see {path[:-5]}.log",
+                    start=False,
+                ) from None
+            time.sleep(0.05)

@@ -1,0 +1,342 @@
+"""The warm kodelet: one process per project and user, answering hook calls from a
+runtime it keeps loaded (``python -m kodelet.warm.server --project DIR``).
+
+It answers exactly as the in-process bridge does: the same
+:func:`kodelet.bridges.claude_code.answer`, handed a runtime that is already loaded
+instead of one loaded per call. Before each call it compares the
+:mod:`.fingerprint` of what defines that runtime and reloads on any change.
+
+Only its user reaches it: the socket is 0600 in a 0700 directory this user owns
+(one planted by someone else is refused), and each connection's peer credentials
+are checked. One runs per project (a lock held for its lifetime); it exits after
+``KODELET_DAEMON_IDLE`` seconds without a call (default 1800), when its project
+directory is gone, or when its own code was replaced on disk; its hook processes
+are killed when it exits. Calls are served concurrently: a hook that hangs holds
+only its own call, until its timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import client
+from .fingerprint import Fingerprint, files, fingerprint
+
+__all__ = ["Misrouted", "Server", "main"]
+
+log = logging.getLogger("kodelet.warm")
+
+IDLE = 1800.0
+TICK = 1.0
+KEPT = 8
+"""Runtimes kept per transcript (Claude hooks of plugin repositories see theirs)."""
+
+
+class Misrouted(BaseException):
+    """The call belongs to another project: refused, so its client answers it itself.
+    A BaseException so the bridge's own failure handling (which would block) lets it by."""
+
+
+class Lent:
+    """A runtime and the calls using it; closed when retired and no call holds it."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+        self.users = 0
+        self.retired = False
+
+
+class Server:
+    def __init__(self, project: Path, env: Mapping[str, str], idle: float = IDLE) -> None:
+        self.project = project
+        self.env = dict(env)
+        self.idle = idle
+        self.name = client.key(str(project), self.env)
+        self.directory = Path(client.runtime_dir(self.env))
+        self.socket_path = self.directory / f"{self.name}.sock"
+        self.identity = client.identity()
+        self.started = time.time()
+        self.last_call = time.monotonic()
+        self.calls = 0
+        self.reloads = 0
+        self.last_reload: float | None = None
+        self.active = 0
+        self._lock = threading.Lock()
+        self._runtimes: dict[str, Lent] = {}
+        self._fingerprint: Fingerprint | None = None
+        self._modules: Fingerprint = ()
+        self._stop = threading.Event()
+        self._own_code = os.stat(client.__file__).st_mtime_ns
+
+    # -- runtimes -------------------------------------------------------------------
+
+    def _places(self) -> Any:
+        from ..places import Places
+
+        return Places.resolve(self.project, None, self.env)
+
+    def _check(self) -> None:
+        """Reload when anything that defines the runtime changed since it was loaded."""
+        now = fingerprint(self._places(), self.env)
+        with self._lock:
+            modules = files(p for p, *_ in self._modules)
+            if self._fingerprint is None:
+                self._fingerprint = now
+            elif now != self._fingerprint or modules != self._modules:
+                changed = sorted(set(now + modules) ^ set(self._fingerprint + self._modules))
+                log.info("reloading: %s changed", changed[0][0] if changed else "something")
+                for lent in self._runtimes.values():
+                    self._retire(lent)
+                self._runtimes.clear()
+                self._fingerprint = now
+                self._modules = ()
+                self.reloads += 1
+                self.last_reload = time.time()
+
+    def _retire(self, lent: Lent) -> None:
+        lent.retired = True
+        if lent.users == 0:
+            lent.runtime.close()
+
+    @contextlib.contextmanager
+    def lend(self, call: Any, no_hooks: bool | None) -> Iterator[Any]:
+        """The runtime for one call (a :data:`~kodelet.bridges.claude_code.RuntimeSource`)."""
+        if Path(call.project) != self.project:
+            raise Misrouted(str(call.project))
+        transcript = call.hook_input.transcript_path
+        slot = f"{bool(no_hooks)}\0{transcript}"
+        with self._lock:
+            lent = self._runtimes.get(slot)
+            if lent is None:
+                lent = self._load(slot, no_hooks, transcript)
+            lent.users += 1
+        try:
+            yield lent.runtime
+        finally:
+            with self._lock:
+                lent.users -= 1
+                if lent.retired and lent.users == 0:
+                    lent.runtime.close()
+
+    def _load(self, slot: str, no_hooks: bool | None, transcript: str) -> Lent:
+        from ..assembly import load_runtime
+
+        runtime = load_runtime(
+            cwd=self.project,
+            no_hooks=no_hooks,
+            env=self.env,
+            claude="plugins",
+            transcript_path=transcript,
+        )
+        if "kodelet:claude" not in runtime.adapters:
+            slot = f"{bool(no_hooks)}\0"  # no hook sees the transcript: one runtime serves all
+            if slot in self._runtimes:
+                runtime.close()
+                return self._runtimes[slot]
+        if len(self._runtimes) >= KEPT:
+            oldest = next(iter(self._runtimes))
+            self._retire(self._runtimes.pop(oldest))
+        lent = self._runtimes[slot] = Lent(runtime)
+        known = {p for p, *_ in self._modules}
+        new = sorted({p.path for p in runtime.plugins if p.path} - known)
+        self._modules = self._modules + files(new)
+        return lent
+
+    def kill_all(self) -> None:
+        for lent in list(self._runtimes.values()):
+            with contextlib.suppress(Exception):
+                lent.runtime.kill_all()
+
+    # -- calls ----------------------------------------------------------------------
+
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                if client.peer_uid(conn) != os.getuid():
+                    log.warning("refused a connection from another user")
+                    return
+                data = client.recv_all(conn, client.INPUT_CAP + (1 << 16))
+                conn.sendall(self.respond(data))
+            except Exception:
+                log.exception("a call failed")
+
+    def respond(self, data: bytes) -> bytes:
+        fields = data.split(b"\0", 7)
+        if len(fields) < 8 or fields[0] != client.MAGIC:
+            return client.reply("refused: not a warm kodelet request", 2, b"", b"")
+        if fields[2].decode("utf-8", "replace") != self.identity:
+            return client.reply("refused: another kodelet version", 2, b"", b"")
+        op = fields[3].decode()
+        cwd, pinned = (os.fsdecode(f) for f in fields[4:6])
+        rest = fields[7]
+        args = []
+        for _ in range(int(fields[6])):
+            arg, _, rest = rest.partition(b"\0")
+            args.append(os.fsdecode(arg))
+        if op == "status":
+            return client.reply("ok", 0, json.dumps(self.status()).encode(), b"")
+        if op == "stop":
+            self._stop.set()
+            return client.reply("ok", 0, b"", b"")
+        if op != "claude-hook":
+            return client.reply(f"refused: unknown op {op!r}", 2, b"", b"")
+        return self._claude_hook(args, rest, cwd, pinned)
+
+    def _claude_hook(self, args: list[str], raw: bytes, cwd: str, pinned: str) -> bytes:
+        from ..bridges.claude_code import answer
+
+        with self._lock:
+            self.active += 1
+            self.last_call = time.monotonic()
+        try:
+            self._check()
+            env = dict(self.env)
+            if pinned:
+                env["CLAUDE_PROJECT_DIR"] = pinned
+            else:
+                env.pop("CLAUDE_PROJECT_DIR", None)
+            args = [
+                os.path.join(cwd, a) if prev == "--trace-file" else a
+                for prev, a in zip(["", *args], args, strict=False)
+            ]
+            err = io.StringIO()
+            try:
+                out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lend)
+            except Misrouted as exc:
+                return client.reply(f"refused: the call is for project {exc}", 2, b"", b"")
+            with self._lock:
+                self.calls += 1
+            return client.reply("ok", code, out.encode(), err.getvalue().encode())
+        finally:
+            with self._lock:
+                self.active -= 1
+                self.last_call = time.monotonic()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "project": str(self.project),
+            "pid": os.getpid(),
+            "started": self.started,
+            "age": round(time.time() - self.started, 1),
+            "calls": self.calls,
+            "reloads": self.reloads,
+            "last_reload": self.last_reload,
+            "socket": str(self.socket_path),
+            "log": str(self.directory / f"{self.name}.log"),
+            "version": client.VERSION,
+        }
+
+    # -- life -----------------------------------------------------------------------
+
+    def _should_exit(self) -> str | None:
+        if self._stop.is_set():
+            return "asked to stop"
+        if not self.project.is_dir():
+            return "its project directory is gone"
+        try:
+            if os.stat(client.__file__).st_mtime_ns != self._own_code:
+                return "kodelet was replaced on disk"
+        except OSError:
+            return "kodelet was removed"
+        with self._lock:
+            idle = self.active == 0 and time.monotonic() - self.last_call > self.idle
+        return f"idle for {self.idle:g} s" if idle else None
+
+    def _bind(self) -> socket.socket:
+        path = str(self.socket_path)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+                raise SystemExit(f"kodelet: warm: {path} is not this user's socket; refused")
+            os.unlink(path)  # stale: the lock is ours, so no warm kodelet listens on it
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        sock.listen(64)
+        sock.settimeout(TICK)
+        return sock
+
+    def serve(self) -> int:
+        client.private_dir(str(self.directory), create=True)
+        lock_path = self.directory / f"{self.name}.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return 0  # another warm kodelet holds this project
+        signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: self._stop.set())
+        sock = None
+        inode = None
+        try:
+            self._check()
+            sock = self._bind()
+            inode = os.stat(self.socket_path).st_ino
+            log.info("warm kodelet %s for %s listening", os.getpid(), self.project)
+            while (why := self._should_exit()) is None:
+                try:
+                    conn, _ = sock.accept()
+                except TimeoutError:
+                    continue
+                except OSError as exc:
+                    log.warning("accept failed: %s", exc)
+                    continue
+                conn.settimeout(None)
+                threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+            log.info("exiting: %s", why)
+        finally:
+            if sock is not None:
+                sock.close()
+                with contextlib.suppress(OSError):
+                    if os.stat(self.socket_path).st_ino == inode:
+                        os.unlink(self.socket_path)
+            self.kill_all()
+            for lent in list(self._runtimes.values()):
+                with contextlib.suppress(Exception):
+                    lent.runtime.close()
+            os.close(fd)
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kodelet.warm.server")
+    parser.add_argument("--project", required=True)
+    ns = parser.parse_args(argv)
+    level = os.environ.get("KODELET_LOG_LEVEL", "info").upper()
+    logging.basicConfig(
+        level=logging.getLevelNamesMapping().get(level, logging.INFO),
+        format="%(asctime)s kodelet[%(process)d]: %(levelname)s: %(message)s",
+    )
+    try:
+        idle = float(os.environ.get("KODELET_DAEMON_IDLE", IDLE))
+    except ValueError:
+        idle = IDLE
+    sys.stdout = sys.stderr  # a plugin's print goes to the log, never to a client
+    return Server(Path(ns.project), os.environ, idle).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
