@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -380,3 +382,141 @@ def test_lock_is_exclusive_and_leaves_no_file(tmp_path: Path) -> None:
     with repos.locked(plugins, "acme/tools", on_wait=lambda: waited.append(True)):
         pass
     assert waited == [] and leftovers(plugins) == []
+
+
+# -- Claude Code's plugin layout -------------------------------------------------------
+
+SELF_IMPORTING_GUARD = """#!/usr/bin/env python3
+import json, os, sys
+
+# As hookify does: the plugin imports itself by its own directory name.
+sys.path.insert(0, os.path.dirname(os.environ["CLAUDE_PLUGIN_ROOT"]))
+try:
+    from guardkit.core import rules
+except ImportError:
+    print("{}")  # a plugin that cannot import itself lets the call through
+    sys.exit(0)
+print(json.dumps(rules.decide(json.load(sys.stdin))))
+"""
+
+GUARD_RULES = """
+def decide(hook_input):
+    command = hook_input.get("tool_input", {}).get("command", "")
+    if not command.startswith("rm "):
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": "guardkit: no rm"}}
+"""
+
+
+def make_claude_plugin(root: Path, plugin_name: str | None = "guardkit") -> Path:
+    """A git repository in Claude Code's plugin layout whose hook imports the plugin
+    by its own name (``guardkit``, from plugin.json, or the repository's name)."""
+    files = {
+        "hooks/hooks.json": json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "Bash",
+                            "hooks": [
+                                {
+                                    "type": "command",
+                                    "command": "python3 ${CLAUDE_PLUGIN_ROOT}/hooks/pretooluse.py",
+                                }
+                            ],
+                        }
+                    ]
+                }
+            }
+        ),
+        "hooks/pretooluse.py": SELF_IMPORTING_GUARD,
+        "core/__init__.py": "",
+        "core/rules.py": GUARD_RULES,
+    }
+    if plugin_name is not None:
+        files[".claude-plugin/plugin.json"] = json.dumps({"name": plugin_name, "version": "1.0.0"})
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "init", "--quiet", "--initial-branch=main")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "first")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("repo", "plugin_name"),
+    [("guard-repo", "guardkit"), ("guardkit", None)],
+    ids=["named-in-plugin-json", "named-by-the-repository"],
+)
+def test_a_claude_plugin_that_imports_itself_guards_after_plugins_add(
+    project: Path, tmp_path: Path, repo: str, plugin_name: str | None
+) -> None:
+    make_claude_plugin(tmp_path / "git" / "acme" / repo, plugin_name)
+    env = {"KODELET_PLUGIN_GIT_BASE": f"file://{tmp_path / 'git'}"}
+    added = run_kodelet("plugins", "add", f"acme/{repo}", cwd=project, env=env)
+    assert added.returncode == 0, added.stderr
+    rm = json.dumps({"tool_name": "bash", "tool_input": {"command": "rm -rf build"}})
+    res = run_before_tool_call(project, rm)
+    no_traceback(res)
+    assert json.loads(res.stdout) == {"blocked": True, "reason": "guardkit: no rm"}, res.stderr
+    ls = json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}})
+    assert json.loads(run_before_tool_call(project, ls).stdout) == {"blocked": False}
+
+    record = project / ".kodelet" / "plugins" / f"acme@{repo}"
+    assert (record / "guardkit" / "hooks" / "hooks.json").is_file()
+    (listed,) = [
+        r
+        for r in json.loads(run_kodelet("plugins", "list", "--json", cwd=project).stdout)
+        if r["kind"] == "repo"
+    ]
+    assert listed["name"] == f"acme/{repo}" and listed["path"] == str(record)
+    assert listed["hooks"] == ["hooks.json", "pretooluse.py"]
+    readded = run_kodelet("plugins", "add", f"acme/{repo}", "--force", cwd=project, env=env)
+    assert readded.returncode == 0, readded.stderr
+    assert run_kodelet("plugins", "remove", f"acme/{repo}", cwd=project).returncode == 0
+    assert leftovers(project / ".kodelet" / "plugins") == []
+
+
+def test_a_claude_plugin_installed_in_place_earlier_is_still_read(tmp_path: Path) -> None:
+    places = Places.resolve(tmp_path / "proj", tmp_path / "global")
+    earlier = repos.plugins_dir(places, global_=False) / "acme@guardkit"
+    shutil.copytree(make_claude_plugin(tmp_path / "acme" / "guardkit"), earlier)
+    (found,) = repos.list_repos(places)
+    assert (found.path, found.root) == (earlier, earlier)
+    assert "hooks.json" in found.hooks
+
+
+@pytest.mark.parametrize(
+    ("manifest", "why"),
+    [
+        ('{"name": "../evil"}', "names the plugin '../evil', which cannot be a directory name"),
+        ('{"name": 7}', "names the plugin 7, which cannot be a directory name"),
+        ("{", ".claude-plugin/plugin.json is not JSON"),
+    ],
+)
+def test_a_claude_plugin_name_that_cannot_be_a_directory_is_refused(
+    tmp_path: Path, manifest: str, why: str
+) -> None:
+    tree = make_claude_plugin(tmp_path / "acme" / "guardkit")
+    (tree / ".claude-plugin" / "plugin.json").write_text(manifest)
+    git(tree, "commit", "--quiet", "-am", "renamed")
+    plugins = tmp_path / "plugins"
+    with pytest.raises(repos.RepoError, match=re.escape(why)) as info:
+        repos.add(repos.parse_source(str(tree)), plugins, location="local")
+    assert ".claude-plugin/plugin.json" in str(info.value) and "\n" not in str(info.value)
+    assert leftovers(plugins) == []
+
+
+def test_a_claude_plugin_json_linked_out_of_the_repository_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"name": "secret-name"}')
+    tree = make_claude_plugin(tmp_path / "acme" / "guardkit")
+    (tree / ".claude-plugin" / "plugin.json").unlink()
+    (tree / ".claude-plugin" / "plugin.json").symlink_to(outside)
+    shutil.rmtree(tree / ".git")
+    plugins = tmp_path / "plugins"
+    with pytest.raises(repos.RepoError, match="points outside the repository"):
+        repos.add(repos.parse_source(str(tree)), plugins, location="local")
+    assert leftovers(plugins) == []

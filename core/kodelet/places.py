@@ -59,8 +59,38 @@ def cache_dir(root: Path) -> Path:
     return root / CACHE
 
 
+def claude_layout(tree: Path) -> bool:
+    """Whether ``tree`` is a plugin in Claude Code's layout (docs/CLAUDE.md)."""
+    return (tree / HOOKS / "hooks.json").is_file() or (
+        tree / ".claude-plugin" / "plugin.json"
+    ).is_file()
+
+
+def plugin_root(record: Path) -> Path:
+    """The directory an installed plugin repository's files are in.
+
+    A Claude-layout plugin is installed one level down, in a directory named as its
+    author named it (``org@repo/<name>/``), because its scripts may import the plugin
+    by that name (``from <name>.core import ...`` with ``dirname(CLAUDE_PLUGIN_ROOT)``
+    on ``sys.path``); ``org@repo/`` then holds only kodelet's manifest beside it.
+    Everything else, and a Claude-layout plugin installed in place by an earlier
+    kodelet, is ``record`` itself."""
+    if claude_layout(record):
+        return record
+    try:
+        with os.scandir(record) as it:
+            visible = [e for e in it if not e.name.startswith(".")]
+    except OSError:
+        return record
+    if len(visible) == 1 and visible[0].is_dir(follow_symlinks=False):
+        inner = Path(visible[0].path)
+        if claude_layout(inner):
+            return inner
+    return record
+
+
 def installed_plugins(root: Path) -> Iterator[tuple[str, Path]]:
-    """(``org/repo``, directory) of each plugin repository under ``root``, by name.
+    """(``org/repo``, :func:`plugin_root`) of each plugin repository under ``root``, by name.
 
     Hidden entries are installs in progress and lock files, never plugins."""
     try:
@@ -70,7 +100,7 @@ def installed_plugins(root: Path) -> Iterator[tuple[str, Path]]:
     except OSError:
         return
     for pdir in entries:
-        yield plugin_name(pdir.name), pdir
+        yield plugin_name(pdir.name), plugin_root(pdir)
 
 
 def hook_file(root: Path, name: str) -> Path:

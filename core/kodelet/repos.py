@@ -1,6 +1,8 @@
 """Plugin repositories: skills, recipes and hooks installed from git or a directory.
 
-A plugin repository lands in ``<root>/plugins/org@repo/`` (``org/repo`` to users).
+A plugin repository lands in ``<root>/plugins/org@repo/`` (``org/repo`` to users); a
+plugin in Claude Code's layout lands one level down, in ``org@repo/<name>/``, named
+as its author named it (:func:`kodelet.places.plugin_root` says why).
 Installing is all-or-nothing: the copy is built in a hidden temp dir beside the
 target and renamed into place, so a host discovering hooks at the same moment sees
 either the old plugin or the new one, never half of one. Installs and removals of
@@ -32,7 +34,7 @@ import attrs
 from . import jsonio
 from .config import MAX_TIMEOUT
 from .errors import KodeletError
-from .places import PLUGIN_PARTS, Places, plugin_dirname, plugin_name
+from .places import PLUGIN_PARTS, Places, claude_layout, plugin_dirname, plugin_name, plugin_root
 from .places import plugins_dir as places_plugins_dir
 from .process import SpawnError, run_process
 
@@ -40,6 +42,7 @@ log = logging.getLogger("kodelet.repos")
 
 PLUGIN_DIRS = PLUGIN_PARTS
 MANIFEST = ".kodelet-plugin.json"
+CLAUDE_MANIFEST = ".claude-plugin/plugin.json"
 GIT_BASE_ENV = "KODELET_PLUGIN_GIT_BASE"
 DEFAULT_GIT_BASE = "https://github.com"
 GIT_TIMEOUT_ENV = "KODELET_GIT_TIMEOUT"
@@ -85,6 +88,8 @@ class InstalledRepo:
     name: str
     location: str  # "local" | "global"
     path: Path
+    root: Path | None = None
+    """Where the plugin's files are (:func:`kodelet.places.plugin_root`); None: ``path``."""
     skills: tuple[str, ...] = ()
     recipes: tuple[str, ...] = ()
     hooks: tuple[str, ...] = ()
@@ -246,13 +251,15 @@ def read_repo(path: Path, location: str) -> InstalledRepo:
             manifest = loaded
         else:
             error = f"unreadable manifest {MANIFEST}: not a JSON object"
+    root = plugin_root(path)
     return InstalledRepo(
         name=plugin_name(path.name),
         location=location,
         path=path,
-        skills=_scan_skills(path / "skills"),
-        recipes=_scan_recipes(path / "recipes"),
-        hooks=_scan_hooks(path / "hooks"),
+        root=root,
+        skills=_scan_skills(root / "skills"),
+        recipes=_scan_recipes(root / "recipes"),
+        hooks=_scan_hooks(root / "hooks"),
         manifest=manifest,
         error=error,
     )
@@ -573,11 +580,32 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def claude_layout(tree: Path) -> bool:
-    """Whether ``tree`` is a plugin in Claude Code's layout (docs/CLAUDE.md)."""
-    return (tree / "hooks" / "hooks.json").is_file() or (
-        tree / ".claude-plugin" / "plugin.json"
-    ).is_file()
+def claude_plugin_name(src: PluginSource, tree: Path) -> str:
+    """The directory name a Claude-layout plugin runs from: the ``name`` in its
+    .claude-plugin/plugin.json, else the repository's own directory name."""
+    manifest = tree / CLAUDE_MANIFEST
+    if os.path.lexists(manifest):
+        real = os.path.realpath(manifest)
+        if not _within(real, os.path.realpath(tree)):
+            raise RepoError(
+                f"{CLAUDE_MANIFEST} points outside the repository (to {real}); not installed"
+            )
+        try:
+            data = jsonio.loads(
+                jsonio.read_file(manifest, "a plugin manifest", cap=MANIFEST_CAP), CLAUDE_MANIFEST
+            )
+        except (OSError, ValueError) as exc:
+            raise RepoError(f"{src.spec}: {exc}; nothing installed") from None
+        name = data.get("name") if isinstance(data, dict) else None
+        if name is not None:
+            if not isinstance(name, str) or not _PART.fullmatch(name):
+                raise RepoError(
+                    f"{src.spec}: {CLAUDE_MANIFEST} names the plugin {name!r}, which cannot be a"
+                    " directory name; nothing installed"
+                )
+            return name
+    last = _strip_git(re.split(r"[/:]", src.location.rstrip("/"))[-1])
+    return last if _PART.fullmatch(last) else src.name.split("/")[1]
 
 
 def add(
@@ -623,8 +651,10 @@ def add(
                 tree = Path(src.location)
             repo = os.path.realpath(tree)
             # A Claude Code plugin's hooks.json runs scripts from anywhere in the plugin
-            # (${CLAUDE_PLUGIN_ROOT}/scripts/...): such a repository is installed whole.
+            # (${CLAUDE_PLUGIN_ROOT}/scripts/...): such a repository is installed whole,
+            # in a directory of the plugin's own name.
             whole = claude_layout(tree)
+            inner = claude_plugin_name(src, tree) if whole else None
             present = (
                 sorted(e for e in os.listdir(tree) if e not in (".git", MANIFEST))
                 if whole
@@ -636,14 +666,18 @@ def add(
                 )
             staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=plugins))
             made.append(staging)
-            copier = _Copier(repo, staging, tuple(present))
+            files = staging
+            if inner is not None:
+                files = staging / inner
+                files.mkdir(mode=0o755)
+            copier = _Copier(repo, files, tuple(present))
             for d in present:
                 if whole:
-                    copier.copy(tree / d, staging / d, d)
+                    copier.copy(tree / d, files / d, d)
                     continue
                 if _within(os.path.realpath(tree / d), repo) and not os.path.isdir(tree / d):
                     raise RepoError(f"{d} in {src.spec} is not a directory; nothing installed")
-                copier.copy(tree / d, staging / d, d)
+                copier.copy(tree / d, files / d, d)
             manifest = {
                 "name": src.name,
                 "source": src.location,
