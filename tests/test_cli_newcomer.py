@@ -305,3 +305,72 @@ def test_a_corpus_report_in_a_pipe_keeps_every_name_whole(tmp_path: Path, projec
     )
     assert baseline.returncode == 0, baseline.stderr
     assert "…" not in baseline.stdout and LONG_HOOK in baseline.stdout
+
+
+# -- claude uninstall leaves the settings as they were before install ---------------
+
+
+def _claude(project: Path, *args: str) -> str:
+    res = kodelet(project, "claude", *args)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_claude_uninstall_removes_the_file_install_created(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    _claude(project, "install")
+    assert settings.is_file()
+    dry = _claude(project, "uninstall", "--dry-run")
+    assert dry.startswith(f"--- {settings}\n+++ /dev/null\n"), dry
+    assert settings.is_file()
+    out = _claude(project, "uninstall")
+    assert out == f"removed {settings}: it held only kodelet's entries\n"
+    assert sorted(p.name for p in settings.parent.iterdir()) == []
+    assert _claude(project, "uninstall") == f"not installed: {settings} does not exist\n"
+
+
+def test_claude_uninstall_puts_back_the_users_file_and_drops_installs_copy(
+    project: Path,
+) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = '{ "model": "opus",\n    "env": {"A": "1"} }\n'
+    settings.write_text(original)
+    _claude(project, "install")
+    backup = settings.with_name("settings.json.bak")
+    assert backup.read_text() == original
+    out = _claude(project, "uninstall")
+    assert out == f"wrote {settings} (as it was before install; {backup.name} removed)\n"
+    assert settings.read_text() == original
+    assert not backup.exists()
+
+
+@pytest.mark.parametrize("before", ["", "{}\n"])
+def test_claude_uninstall_of_an_empty_file_leaves_nothing(project: Path, before: str) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(before)
+    _claude(project, "install")
+    _claude(project, "uninstall")
+    assert sorted(p.name for p in settings.parent.iterdir()) == []
+
+
+def test_claude_uninstall_keeps_a_backup_that_holds_more(project: Path) -> None:
+    """A ``.bak`` the settings no longer hold (the user's own, or their file before an
+    edit they made since) is never removed."""
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    backup = settings.with_name("settings.json.bak")
+    _claude(project, "install")
+    backup.write_text('{"model": "from an older file"}\n')
+    _claude(project, "uninstall")
+    assert not settings.exists()
+    assert backup.read_text() == '{"model": "from an older file"}\n'
+
+    settings.write_text('{"model": "opus"}\n')
+    _claude(project, "install")
+    data = json.loads(settings.read_text())
+    settings.write_text(json.dumps({**data, "env": {"B": "2"}}))
+    _claude(project, "uninstall")
+    assert json.loads(settings.read_text()) == {"model": "opus", "env": {"B": "2"}}
+    assert json.loads(backup.read_text())["env"] == {"B": "2"}

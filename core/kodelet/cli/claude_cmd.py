@@ -7,6 +7,7 @@ they are and which kodelet hooks they would run.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -165,6 +166,43 @@ def write_settings(
     return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
 
 
+def write_without_ours(path: Path, old: str, before: dict[str, Any], dry_run: bool) -> str:
+    """Uninstall: the settings as they were before install. A file left holding nothing
+    is removed rather than left as ``{}``; install's ``.bak`` goes once the file holds
+    everything it held (its own bytes put back when they are the same settings). A
+    backup holding anything more stays."""
+    new = without_ours(before)
+    bak = path.with_name(path.name + ".bak")
+    kept: str | None = None
+    kept_data: dict[str, Any] = {}
+    with contextlib.suppress(SettingsError):
+        check_writable(bak)
+        kept, kept_data = read_settings(bak)
+    needless = kept is not None and without_ours(kept_data) == new
+    if before == new or (new and not needless):
+        return write_settings(path, old, before, new, dry_run)
+    text = render(new) if new else ""
+    if new and kept is not None and kept_data == new:
+        text = kept
+    if dry_run:
+        diff = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=str(path) if new else "/dev/null",
+        )
+        return "".join(diff).rstrip("\n")
+    if new:
+        jsonio.write_atomically(path, text)
+    else:
+        path.unlink()
+    if needless:
+        bak.unlink()
+    if not new:
+        return f"removed {path}: it held only kodelet's entries"
+    return f"wrote {path} (as it was before install; {bak.name} removed)"
+
+
 SCOPE_HELP = (
     "user: ~/.claude/settings.json; project: .claude/settings.json;"
     " local: .claude/settings.local.json."
@@ -203,12 +241,12 @@ def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> N
     if not install and old is None:
         typer.echo(f"not installed: {path} does not exist")
         return
-    if install:
-        new = with_ours(data, hook_command(scope), configured_on_failure(cwd))
-    else:
-        new = without_ours(data)
     try:
-        typer.echo(write_settings(path, old, data, new, dry_run))
+        if install:
+            new = with_ours(data, hook_command(scope), configured_on_failure(cwd))
+            typer.echo(write_settings(path, old, data, new, dry_run))
+        else:
+            typer.echo(write_without_ours(path, old or "", data, dry_run))
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
 
