@@ -1,0 +1,389 @@
+"""The warm kodelet and its lean client, as an agent runs them: real client processes
+(``python -I -S client.py claude hook``), real warm kodelets, real hook scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import kodelet
+import pytest
+from kodelet.places import find_project
+from kodelet.warm import client, control
+
+CLIENT = os.path.realpath(client.__file__)
+
+GUARD = """#!/bin/sh
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) if grep -q 'rm -rf'; then echo '{"blocked": true, "reason": "MARK"}'; fi ;;
+esac
+"""
+
+
+def pre_tool(project: Path, command: str = "rm -rf /") -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": "s1",
+        "transcript_path": "",
+        "cwd": str(project),
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": "toolu_1",
+    }
+
+
+def write_guard(project: Path, mark: str = "no rm", name: str = "guard") -> Path:
+    hook = project / ".kodelet" / "hooks" / name
+    hook.write_text(GUARD.replace("MARK", mark))
+    hook.chmod(0o755)
+    return hook
+
+
+def warm_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KODELET_DAEMON"}
+    env.update(extra)
+    return env
+
+
+def hook(
+    project: Path, data: dict[str, Any], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-I", "-S", CLIENT, "claude", "hook"],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env or warm_env(),
+        timeout=120,
+    )
+
+
+def decision(proc: subprocess.CompletedProcess[str]) -> str | None:
+    assert proc.returncode == 0, proc.stderr
+    if not proc.stdout.strip():
+        return None
+    out = json.loads(proc.stdout)
+    return str(out["hookSpecificOutput"]["permissionDecisionReason"])
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s")
+
+
+def warm(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    return [i for i in control.running(env or warm_env()) if "pid" in i]
+
+
+def socket_path(project: Path, env: dict[str, str] | None = None) -> Path:
+    env = env or warm_env()
+    name = client.key(str(find_project(project, env)), env)
+    return Path(client.runtime_dir(env)) / f"{name}.sock"
+
+
+@pytest.fixture
+def guarded(project: Path) -> Path:
+    (project / ".git").mkdir()
+    write_guard(project)
+    return project
+
+
+def started(project: Path) -> dict[str, Any]:
+    """The first call answers in-process and starts the warm kodelet; wait until it answers."""
+    assert decision(hook(project, pre_tool(project))) == "no rm"
+    infos = wait_for(warm)
+    assert len(infos) == 1
+    return dict(infos[0])
+
+
+def test_the_version_the_client_carries_is_kodelets() -> None:
+    assert kodelet.__version__ == client.VERSION
+
+
+def test_the_client_finds_the_project_as_kodelet_does(tmp_path: Path) -> None:
+    (tmp_path / "a" / ".git").mkdir(parents=True)
+    (tmp_path / "a" / "b" / ".kodelet").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / "d").mkdir(parents=True)
+    (tmp_path / "e").mkdir()
+    env = {"HOME": str(tmp_path / "h")}
+    for cwd in ("a", "a/b", "a/b/c/d", "e"):
+        start = tmp_path / cwd
+        assert client.find_project(str(start), env) == str(find_project(start, env))
+    pinned = {**env, "CLAUDE_PROJECT_DIR": str(tmp_path / "e")}
+    assert client.find_project(str(tmp_path / "a"), pinned) == str(find_project(tmp_path, pinned))
+
+
+def test_the_client_imports_no_kodelet_when_a_warm_kodelet_answers(guarded: Path) -> None:
+    started(guarded)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-X", "importtime", CLIENT, "claude", "hook"],
+        input=json.dumps(pre_tool(guarded)),
+        capture_output=True,
+        text=True,
+        cwd=guarded,
+        env=warm_env(),
+        timeout=60,
+    )
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()]
+    assert "_socket" in imported
+    assert not [m for m in imported if m.startswith(("kodelet", "site", "json", "socket"))]
+
+
+def test_warm_answers_are_the_in_process_answers(guarded: Path) -> None:
+    info = started(guarded)
+    for command in ("rm -rf /", "ls"):
+        here = hook(guarded, pre_tool(guarded, command), warm_env(KODELET_DAEMON="0"))
+        there = hook(guarded, pre_tool(guarded, command))
+        assert (there.returncode, there.stdout) == (here.returncode, here.stdout)
+    assert control.ask(info["socket"], "status")["calls"] == 2
+
+
+def test_status_stop_and_start_through_the_cli(guarded: Path) -> None:
+    env = warm_env()
+    run = [sys.executable, "-m", "kodelet", "daemon"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*run, *args], capture_output=True, text=True, cwd=guarded, env=env, timeout=60
+        )
+
+    assert "no warm kodelet runs" in cli("status").stdout
+    assert cli("start").returncode == 0
+    listed = json.loads(cli("status", "--json").stdout)
+    assert [i["project"] for i in listed] == [str(guarded)]
+    assert {"pid", "age", "calls", "reloads", "last_reload", "log"} <= set(listed[0])
+    assert "stopped warm kodelet" in cli("stop").stdout
+    assert warm() == []
+
+
+def test_a_hook_edited_while_it_runs_is_the_hook_that_answers(guarded: Path) -> None:
+    started(guarded)
+    write_guard(guarded, "edited guard")
+    assert decision(hook(guarded, pre_tool(guarded))) == "edited guard"
+    write_guard(guarded, "second guard", name="another")
+    (guarded / ".kodelet" / "hooks" / "guard").unlink()
+    assert decision(hook(guarded, pre_tool(guarded))) == "second guard"
+    (guarded / ".kodelet" / "config.toml").write_text('[hooks."another"]\nenabled = false\n')
+    assert decision(hook(guarded, pre_tool(guarded))) is None
+    plugin = guarded / ".kodelet" / "plugins" / "acme@guards" / "hooks"
+    plugin.mkdir(parents=True)
+    (plugin / "pguard").write_text(GUARD.replace("MARK", "repo guard"))
+    (plugin / "pguard").chmod(0o755)
+    assert decision(hook(guarded, pre_tool(guarded))) == "repo guard"
+    assert control.ask(warm()[0]["socket"], "status")["reloads"] == 4
+
+
+def test_a_warm_kodelet_killed_mid_call_leaves_the_call_answered(guarded: Path) -> None:
+    slow = GUARD.replace("hook) echo", "hook) echo").replace(
+        "run) if", 'run) touch "$0.started"; sleep 3; if'
+    )
+    (guarded / ".kodelet" / "hooks" / "guard").write_text(slow.replace("MARK", "no rm"))
+    info = started(guarded)
+    marker = guarded / ".kodelet" / "hooks" / "guard.started"
+    marker.unlink()
+    result: dict[str, subprocess.CompletedProcess[str]] = {}
+    thread = threading.Thread(target=lambda: result.update(p=hook(guarded, pre_tool(guarded))))
+    thread.start()
+    wait_for(marker.exists)
+    os.kill(info["pid"], signal.SIGKILL)
+    thread.join(60)
+    assert decision(result["p"]) == "no rm"
+    assert "failed mid-call" in result["p"].stderr
+
+
+def test_a_stale_socket_is_replaced(guarded: Path, warm_dir: Path) -> None:
+    path = socket_path(guarded)
+    client.private_dir(str(warm_dir), create=True)
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(path))
+    stale.close()  # the file stays, nobody listens
+    assert decision(hook(guarded, pre_tool(guarded))) == "no rm"
+    infos = wait_for(warm)
+    assert infos[0]["socket"] == str(path)
+    assert decision(hook(guarded, pre_tool(guarded))) == "no rm"
+    assert control.ask(path, "status")["calls"] == 1
+
+
+def test_two_clients_racing_start_one_warm_kodelet(guarded: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-I", "-S", CLIENT, "claude", "hook"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=guarded,
+            env=warm_env(),
+        )
+        for _ in range(4)
+    ]
+    outs = [p.communicate(json.dumps(pre_tool(guarded)), timeout=120)[0] for p in procs]
+    assert all(json.loads(o)["hookSpecificOutput"]["permissionDecision"] == "deny" for o in outs)
+    wait_for(warm)
+    time.sleep(2)  # the losers of the race have had time to give up
+    assert len(warm()) == 1
+    pids = subprocess.run(["pgrep", "-f", "kodelet.warm.server"], capture_output=True, text=True)
+    mine = [
+        p for p in pids.stdout.split() if str(guarded) in Path(f"/proc/{p}/cmdline").read_text()
+    ]
+
+
+class Impostor(threading.Thread):
+    """A listener on the warm kodelet's socket speaking the wire format with another
+    identity: it answers "allow" to everything."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(str(path))
+        self.sock.listen(4)
+        self.calls = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(1 << 20)
+                self.calls += 1
+                out = b"{}"
+                conn.sendall(
+                    b"\0".join([client.MAGIC, b"1:0.0.1:0:/elsewhere", b"ok", b"0", b"2"])
+                    + b"\0"
+                    + out
+                )
+
+
+def test_a_warm_kodelet_of_another_version_is_never_believed(guarded: Path, warm_dir: Path) -> None:
+    client.private_dir(str(warm_dir), create=True)
+    impostor = Impostor(socket_path(guarded))
+    impostor.start()
+    try:
+        proc = hook(guarded, pre_tool(guarded))
+        assert decision(proc) == "no rm"
+        assert impostor.calls == 1
+        assert "another kodelet version" in proc.stderr
+    finally:
+        impostor.sock.close()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="planting as another user needs root")
+def test_a_directory_or_socket_planted_by_another_user_is_refused(
+    guarded: Path, warm_dir: Path
+) -> None:
+    warm_dir.mkdir(mode=0o700)
+    os.chown(warm_dir, 4242, 4242)
+    proc = hook(guarded, pre_tool(guarded))
+    assert decision(proc) == "no rm"
+    assert "not to this user" in proc.stderr
+    time.sleep(1)
+    assert list(warm_dir.iterdir()) == []  # nothing started in someone else's directory
+    os.chown(warm_dir, 0, 0)
+    planted = socket.socket(socket.AF_UNIX)
+    planted.bind(str(socket_path(guarded)))
+    planted.listen(1)
+    os.chown(socket_path(guarded), 4242, 4242)
+    try:
+        proc = hook(guarded, pre_tool(guarded))
+        assert decision(proc) == "no rm"
+        assert "not this user's socket" in proc.stderr
+    finally:
+        planted.close()
+
+
+def test_an_open_directory_is_refused(guarded: Path, warm_dir: Path) -> None:
+    warm_dir.mkdir(mode=0o700)
+    warm_dir.chmod(0o777)
+    proc = hook(guarded, pre_tool(guarded))
+    assert decision(proc) == "no rm"
+    assert "open to other users" in proc.stderr
+
+
+def test_it_exits_when_its_project_is_removed(guarded: Path) -> None:
+    info = started(guarded)
+    import shutil
+
+    shutil.rmtree(guarded)
+    wait_for(lambda: control._gone(info["pid"]), timeout=15)
+    log = Path(info["log"]).read_text()
+    assert "project directory is gone" in log
+
+
+def test_it_exits_when_idle(guarded: Path) -> None:
+    env = warm_env(KODELET_DAEMON_IDLE="1")
+    assert decision(hook(guarded, pre_tool(guarded), env)) == "no rm"
+    info = wait_for(lambda: warm(env))[0]
+    wait_for(lambda: control._gone(info["pid"]), timeout=15)
+    assert "idle for 1 s" in Path(info["log"]).read_text()
+    assert not Path(info["socket"]).exists()
+
+
+def test_a_hanging_hook_holds_only_its_own_call(guarded: Path) -> None:
+    hang = """#!/bin/sh
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) input=$(cat)
+    case "$input" in *HANG-NOW*) sleep 30 ;; esac
+    case "$input" in *"rm -rf"*) echo '{"blocked": true, "reason": "no rm"}' ;; esac ;;
+esac
+"""
+    (guarded / ".kodelet" / "hooks" / "guard").write_text(hang)
+    (guarded / ".kodelet" / "config.toml").write_text("[hooks]\ntimeout = 4\n")
+    started(guarded)
+    result: dict[str, subprocess.CompletedProcess[str]] = {}
+    thread = threading.Thread(
+        target=lambda: result.update(p=hook(guarded, pre_tool(guarded, "HANG-NOW; rm -rf /")))
+    )
+    began = time.monotonic()
+    thread.start()
+    time.sleep(0.5)
+    assert decision(hook(guarded, pre_tool(guarded))) == "no rm"
+    assert time.monotonic() - began < 4  # answered while the other call hangs
+    thread.join(60)
+    assert time.monotonic() - began < 20  # the hanging hook's timeout held
+    assert result["p"].returncode == 0
+
+
+def test_a_call_for_another_project_is_answered_by_its_own_client(
+    guarded: Path, tmp_path: Path
+) -> None:
+    started(guarded)
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    (other / ".kodelet" / "hooks").mkdir(parents=True)
+    write_guard(other, "other guard")
+    data = pre_tool(other)
+    proc = hook(guarded, data, warm_env(CLAUDE_PROJECT_DIR=str(guarded)))
+    # CLAUDE_PROJECT_DIR names the project: the guarded one answers, as in-process.
+    assert decision(proc) == "no rm"
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", CLIENT, "claude", "hook"],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        cwd=guarded,
+        env=warm_env(),
+        timeout=60,
+    )
+    # The input's cwd is another project than the one the client found: refused, and
+    # the client answers as kodelet does in-process (the input's project).
+    assert decision(proc) == "other guard"
