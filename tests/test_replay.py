@@ -354,13 +354,26 @@ def test_claude_transcript_imports_into_the_session_format() -> None:
     assert first.usage.input_tokens == 4 + 1200 + 13000 and first.usage.output_tokens == 58
     (read,) = first.tool_calls
     assert (read.id, read.name) == ("toolu_01R", "file_read")
-    assert read.output.success and "import pytest" in (read.output.metadata or {})["content"]
+    # after_tool_call gets what the bridge hands it: Claude Code's tool_response
+    # (the transcript's toolUseResult), under kodelet's keys.
+    assert read.output.success and read.output.metadata == {
+        "tool_response": {
+            "type": "text",
+            "file": {
+                "filePath": "/home/dev/app/tests/test_api.py",
+                "numLines": 4,
+                "startLine": 1,
+                "totalLines": 4,
+            },
+        }
+    }
     rm = session.turns[1].tool_calls[0]
     assert rm.name == "bash" and rm.input["command"] == "rm -rf / tmp/pytest-cache"
     assert not rm.output.success and rm.output.error is not None
     assert rm.output.error.startswith("rm: it is dangerous")
     test_run = session.turns[2].tool_calls[0]
-    assert test_run.output.success and "3 passed" in (test_run.output.metadata or {})["content"]
+    response = (test_run.output.metadata or {})["tool_response"]
+    assert test_run.output.success and "3 passed" in response["stdout"]
     assert session.turns[3].tool_calls == () and "stale cache" in session.turns[3].content
     caveat = session.items[5]
     assert isinstance(caveat, NoteItem) and caveat.kind == "command"  # an isMeta line

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from kodelet import hookimpl, load_runtime
 from kodelet.payloads import Message, UsageInfo
 from kodelet.recipes.callbacks import CallbackRegistry
 from kodelet.replay.claude import import_file, import_lines
-from kodelet.replay.format import AutoCompact, CompactionItem, NoteItem, UserItem, loads
+from kodelet.replay.format import AutoCompact, CompactionItem, NoteItem, UserItem, dumps, loads
 from kodelet.replay.player import Player, Replay
 from kodelet.testing import write_hook
 
@@ -300,7 +301,7 @@ def test_images_and_text_beside_a_tool_result_leave_placeholders() -> None:
     )
     assert session.items[0] == UserItem(content="[image: image/png]")
     (call,) = session.turns[0].tool_calls
-    assert (call.output.metadata or {})["content"] == "[image: image/png]"
+    assert (call.output.metadata or {})["tool_response"] == "[image: image/png]"
     assert session.items[2] == UserItem(content="and look at this too")
 
 
@@ -370,3 +371,162 @@ def test_payload_cwd_must_be_a_directory_here(project: Path) -> None:
     assert proc.stderr.splitlines() == [
         "kodelet: error: --payload-cwd /no/such/dir: not a directory"
     ]
+
+
+# -- 6. replay decides as the bridge does ----------------------------------------------------
+
+
+def recorder(event: str, log: Path, answer: str = "") -> str:
+    return f"""#!{PY}
+import sys
+if sys.argv[1] == "hook":
+    print({event!r})
+else:
+    with open({str(log)!r}, "a") as f:
+        f.write(sys.stdin.read().strip() + "\\n")
+    print({answer!r})
+"""
+
+
+def recorded(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+
+
+def bridge(project: Path, data: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    return subprocess.run(
+        [PY, "-m", "kodelet", "claude", "hook"],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        timeout=60,
+    )
+
+
+WRITE_INPUT = {"file_path": "/w/notes.md", "content": "# notes\n"}
+WRITE_RESPONSE = {"type": "create", "filePath": "/w/notes.md", "content": "# notes\n"}
+
+
+def test_a_replayed_tool_call_hands_hooks_what_the_bridge_hands_them(project: Path) -> None:
+    hooks = project / ".kodelet" / "hooks"
+    write_hook(hooks, "before", recorder("before_tool_call", project / "before.jsonl"))
+    write_hook(hooks, "after", recorder("after_tool_call", project / "after.jsonl"))
+    transcript = project / "write.jsonl"
+    transcript.write_text(
+        "\n".join(
+            [
+                line("user", "Start a notes file."),
+                line(
+                    "assistant",
+                    [{"type": "tool_use", "id": "t1", "name": "Write", "input": WRITE_INPUT}],
+                    mid="a1",
+                ),
+                line(
+                    "user",
+                    [{"type": "tool_result", "tool_use_id": "t1", "content": "File created"}],
+                    toolUseResult=WRITE_RESPONSE,
+                ),
+                line("assistant", [{"type": "text", "text": "Done."}], mid="a2"),
+            ]
+        )
+        + "\n"
+    )
+    replay_json(project, str(transcript))
+    common = {
+        "session_id": "s1",
+        "transcript_path": str(transcript),
+        "cwd": str(project),
+        "permission_mode": "default",
+        "tool_name": "Write",
+        "tool_input": WRITE_INPUT,
+        "tool_use_id": "t1",
+    }
+    for event, extra in [("PreToolUse", {}), ("PostToolUse", {"tool_response": WRITE_RESPONSE})]:
+        proc = bridge(project, {**common, "hook_event_name": event, **extra})
+        assert proc.returncode == 0, proc.stderr
+    (replayed_before, live_before) = recorded(project / "before.jsonl")
+    (replayed_after, live_after) = recorded(project / "after.jsonl")
+
+    def call(payload: dict[str, Any]) -> dict[str, Any]:
+        out = {k: payload[k] for k in ("tool_name", "tool_input", "tool_user_id", "invoked_by")}
+        if "tool_output" in payload:
+            out["tool_output"] = {
+                k: v for k, v in payload["tool_output"].items() if k != "timestamp"
+            }
+        return out
+
+    assert call(replayed_before) == call(live_before)
+    assert replayed_before["tool_input"] == {"file_path": "/w/notes.md", "text": "# notes\n"}
+    assert call(replayed_after) == call(live_after)
+    assert replayed_after["tool_output"]["metadata"] == {"tool_response": WRITE_RESPONSE}
+
+
+FOLLOW_UP = '{"follow_up_messages": ["run the tests"]}'
+
+
+def stop_effects(project: Path, lines: list[str]) -> list[list[str]]:
+    write_hook(
+        project / ".kodelet" / "hooks",
+        "follow",
+        recorder("agent_stop", project / "stops", FOLLOW_UP),
+    )
+    path = project / "stops.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    data = replay_json(project, str(path))
+    return [
+        [e["kind"] for e in s.get("effects", [])]
+        for s in data["timeline"]
+        if s.get("event") == "agent_stop"
+    ]
+
+
+def test_follow_ups_continue_once_per_stop_as_in_claude_code(project: Path) -> None:
+    """Stop, the recorded Stop hook's feedback, stop again: the bridge blocks the first
+    stop and not the second (stop_hook_active), and so does the replay."""
+    effects = stop_effects(project, stop_feedback_lines())
+    assert effects == [["follow-up"], ["follow-up-dropped"]]
+    proc = bridge(
+        project,
+        {
+            "session_id": "s1",
+            "transcript_path": "",
+            "cwd": str(project),
+            "hook_event_name": "Stop",
+            "stop_hook_active": True,
+        },
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "")
+
+
+def test_a_new_prompt_lets_the_next_stop_follow_up_again(project: Path) -> None:
+    lines = [
+        line("user", "one"),
+        line("assistant", [{"type": "text", "text": "first"}], mid="a1"),
+        line("user", "two"),
+        line("assistant", [{"type": "text", "text": "second"}], mid="a2"),
+        line("assistant", [{"type": "text", "text": "third"}], mid="a3"),
+    ]
+    assert stop_effects(project, lines) == [["follow-up"], ["follow-up"], ["follow-up-dropped"]]
+
+
+def test_a_kodelet_session_follows_up_at_every_stop_and_host_survives_save(project: Path) -> None:
+    session = import_lines(stop_feedback_lines(), "stopped.jsonl")
+    assert session.host == "claude-code"
+    assert loads(dumps(session)).host == "claude-code"
+    own = project / "own.json"
+    own.write_text(dumps(attrs.evolve(session, host="kodelet")))
+    assert '"host"' not in own.read_text()
+    write_hook(
+        project / ".kodelet" / "hooks",
+        "follow",
+        recorder("agent_stop", project / "stops", FOLLOW_UP),
+    )
+    data = replay_json(project, str(own))
+    kinds = [
+        [e["kind"] for e in s.get("effects", [])]
+        for s in data["timeline"]
+        if s.get("event") == "agent_stop"
+    ]
+    assert kinds == [["follow-up"], ["follow-up"]]

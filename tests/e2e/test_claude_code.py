@@ -383,3 +383,27 @@ def test_a_plugin_repository_hook_guards_inside_claude_code(
     run = agent.run([bash("touch danger-marker"), [text("fin")]])
     assert not (agent.project / "danger-marker").exists(), run.tool_result_text()
     assert ("no danger here" if layout == "kodelet" else "plugin says no") in run.tool_result_text()
+
+
+# --- ask ---------------------------------------------------------------------------
+
+ASK_HOOK = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) if grep -q 'asked-marker'; then echo '{"ask": true, "reason": "touching needs a yes"}'; fi ;;
+esac
+"""
+
+
+def test_an_ask_reaches_claude_code_which_in_print_mode_rejects(agent: Agent) -> None:
+    """Claude Code 2.1.328 in ``-p`` has no one to ask: it rejects the call even though
+    ``--allowedTools`` allows Bash, lists it in ``permission_denials``, and hands the model
+    the reason as it is (a deny would read ``PreToolUse:Bash hook error: ...``)."""
+    agent.hook("ask", ASK_HOOK)
+    run = agent.run([bash("touch asked-marker"), [text("fin")]], allowed="Bash")
+    assert not (agent.project / "asked-marker").exists(), run.tool_result_text()
+    (result,) = run.tool_results()
+    assert result.get("is_error") is True
+    assert run.tool_result_text() == "touching needs a yes"
+    (denied,) = run.result["permission_denials"]
+    assert denied["tool_input"]["command"] == "touch asked-marker"

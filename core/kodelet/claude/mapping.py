@@ -216,18 +216,33 @@ def claude_input(
     return None
 
 
-def _tool_output(hook_input: PostToolUseInput | PostToolUseFailureInput, name: str) -> Any:
-    from .types import PostToolUseFailureInput
-
-    if isinstance(hook_input, PostToolUseFailureInput):
-        return StructuredToolResult(tool_name=name, success=False, error=hook_input.error)
-    response = hook_input.tool_response
+def to_kodelet_output(
+    name: str, response: Any, *, error: str | None = None, timestamp: str = ""
+) -> StructuredToolResult:
+    """A Claude tool's result as kodelet's hooks see it: ``metadata.tool_response`` is
+    Claude Code's ``tool_response`` (the transcript's ``toolUseResult``), whatever its
+    shape; a failed call (``error`` given) is ``success: false`` with the error. The
+    bridge and the transcript importer both read results here."""
+    if error is not None:
+        return StructuredToolResult(
+            tool_name=name, success=False, error=error or "tool failed", timestamp=timestamp
+        )
     if isinstance(response, dict) and "toolName" in response:
         try:
             return _wire.structure(response, StructuredToolResult)
         except Exception:  # not kodelet's shape after all: keep it as metadata below
             pass
-    return StructuredToolResult(tool_name=name, success=True, metadata={"tool_response": response})
+    return StructuredToolResult(
+        tool_name=name, success=True, metadata={"tool_response": response}, timestamp=timestamp
+    )
+
+
+def _tool_output(hook_input: PostToolUseInput | PostToolUseFailureInput, name: str) -> Any:
+    from .types import PostToolUseFailureInput
+
+    if isinstance(hook_input, PostToolUseFailureInput):
+        return to_kodelet_output(name, None, error=hook_input.error)
+    return to_kodelet_output(name, hook_input.tool_response)
 
 
 def _stop_messages(hook_input: HookInput) -> list[Message]:
@@ -283,6 +298,7 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
 
 
 # --- answers --------------------------------------------------------------
+
 
 def to_kodelet_result(
     event: HookEvent, doc: dict[str, Any], *, tool_name: str = ""

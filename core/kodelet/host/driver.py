@@ -138,6 +138,8 @@ class TurnOutcome:
 class StopOutcome:
     follow_ups: tuple[str, ...]
     applied: Applied
+    dropped: tuple[str, ...] = ()
+    """Follow-ups the hooks asked for that the host did not continue with."""
 
 
 @attrs.frozen(kw_only=True)
@@ -365,14 +367,16 @@ class Driver:
             turn_number=self.turn_number, tools_used=self.tools_used, applied=applied
         )
 
-    def stop(self) -> StopOutcome:
+    def stop(self, *, follow_up: bool = True) -> StopOutcome:
         """``agent_stop``: apply its ``mutate``/``callback``, then append its follow-ups.
 
         When follow-ups come back the agent is not done: a live loop asks the
-        model again (``run`` does), a replay only records them.
+        model again (``run`` does), a replay only records them. ``follow_up=False``
+        drops them (``dropped``): a host that, like Claude Code, continues for a stop's
+        follow-ups only once per stop.
         """
         result = self.session.agent_stop(**self._stop_fields())
-        return self._stopped(apply_agent_stop(result, **self._apply_args()))
+        return self._stopped(apply_agent_stop(result, **self._apply_args()), follow_up)
 
     def _stop_fields(self) -> dict[str, Any]:
         return {
@@ -383,8 +387,10 @@ class Driver:
             "auto_compact_threshold": self.auto_compact_threshold,
         }
 
-    def _stopped(self, applied: Applied) -> StopOutcome:
+    def _stopped(self, applied: Applied, follow_up: bool = True) -> StopOutcome:
         follow_ups = tuple(applied.follow_ups)
+        if not follow_up:
+            return StopOutcome(follow_ups=(), applied=applied, dropped=follow_ups)
         for text in follow_ups:
             self.add_user_message(text)
         return StopOutcome(follow_ups=follow_ups, applied=applied)
@@ -460,10 +466,10 @@ class Driver:
         applied = await asyncio.to_thread(apply_after_turn, result, **self._apply_args())
         return self._turned(applied)
 
-    async def astop(self) -> StopOutcome:
+    async def astop(self, *, follow_up: bool = True) -> StopOutcome:
         result = await self.session.aagent_stop(**self._stop_fields())
         applied = await asyncio.to_thread(apply_agent_stop, result, **self._apply_args())
-        return self._stopped(applied)
+        return self._stopped(applied, follow_up)
 
     async def arun(
         self,

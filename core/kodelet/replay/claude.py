@@ -28,9 +28,13 @@ A line that is not JSON, or not a usable object, is skipped with a warning
 naming it (a transcript cut off mid-line is common); only a file with nothing
 usable left is an error.
 
-Tool names are mapped to Kodelet's (``Bash`` → ``bash``, ...) so hooks
-written for Kodelet's tools, like the seeds' security guardrail, see the
-names they expect; unknown tools keep their own name.
+Tool calls and results go through the Claude dialect's translator
+(:func:`kodelet.claude.mapping.to_kodelet_tool` and
+:func:`~kodelet.claude.mapping.to_kodelet_output`), the one the bridge uses: a
+replayed call hands hooks the tool name, input keys and ``tool_response`` that
+``kodelet claude hook`` would have handed them live (``Write``'s ``content`` is
+``file_write``'s ``text``). The session is marked ``host: claude-code``, so the
+replay continues for a stop's follow-ups once per stop, as Claude Code does.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from typing import Any
 import attrs
 
 from .. import jsonio
-from ..claude.mapping import TOOL_NAMES
+from ..claude.mapping import to_kodelet_output, to_kodelet_tool
 from ..claude.transcript import content_text, note_kind
 from ..payloads import StructuredToolResult
 from .format import (
@@ -80,25 +84,22 @@ def _usage(raw: Any) -> Usage:
 
 
 def _result(name: str, block: dict[str, Any], extra: Any, timestamp: str) -> StructuredToolResult:
+    """What the bridge would have handed ``after_tool_call``: Claude Code's structured
+    result (``toolUseResult``, its hooks' ``tool_response``), or the text the model got
+    when the transcript kept none."""
     text = content_text(block.get("content"))
-    failed = block.get("is_error") is True
-    metadata: dict[str, Any] = {"content": text}
-    if isinstance(extra, dict):
-        metadata["toolUseResult"] = extra
-    return StructuredToolResult(
-        tool_name=name,
-        success=not failed,
-        error=(text or "tool failed") if failed else None,
-        metadata=metadata,
-        timestamp=timestamp,
-    )
+    if block.get("is_error") is True:
+        return to_kodelet_output(name, None, error=text, timestamp=timestamp)
+    response = extra if extra is not None else text
+    return to_kodelet_output(name, response, timestamp=timestamp)
 
 
 @attrs.define
 class _Turn:
     message_id: str
     content: list[str] = attrs.field(factory=list)
-    calls: list[tuple[str, str, dict[str, Any], str]] = attrs.field(factory=list)
+    calls: list[tuple[str, str, dict[str, Any], str, dict[str, Any]]] = attrs.field(factory=list)
+    """(id, kodelet tool name, kodelet input, Claude tool name, Claude input)"""
     usage: Usage = attrs.field(factory=Usage)
 
 
@@ -180,8 +181,9 @@ class _Builder:
                 tool = str(block.get("name") or "unknown")
                 raw_input = block.get("input")
                 tool_input = raw_input if isinstance(raw_input, dict) else {}
-                self.tool_names[call_id] = TOOL_NAMES.get(tool, tool)
-                turn.calls.append((call_id, self.tool_names[call_id], tool_input, tool))
+                name, kodelet_input = to_kodelet_tool(tool, tool_input)
+                self.tool_names[call_id] = name
+                turn.calls.append((call_id, name, kodelet_input, tool, tool_input))
         if "usage" in message:
             turn.usage = _usage(message["usage"])
 
@@ -232,9 +234,9 @@ class _Builder:
                 input=tool_input,
                 output=self.results.get(call_id)
                 or StructuredToolResult(tool_name=tool, success=False, error=NO_RESULT),
-                subagent=self._subagent(call_id, raw_name, tool_input),
+                subagent=self._subagent(call_id, raw_name, raw_input),
             )
-            for call_id, tool, tool_input, raw_name in item.calls
+            for call_id, tool, tool_input, raw_name, raw_input in item.calls
         )
         return AssistantItem(content="\n\n".join(item.content), usage=item.usage, tool_calls=calls)
 
@@ -363,6 +365,7 @@ def import_lines(lines: list[str], name: str = "transcript") -> RecordedSession:
         max_context_window=CLAUDE_CONTEXT_WINDOW,
         auto_compact=AutoCompact(enabled=True, threshold=0.8),
         invoked_by="subagent" if is_subagent else "main",
+        host="claude-code",
         cwd=cwd,
         items=items,
         warnings=tuple(warnings),

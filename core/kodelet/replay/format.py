@@ -25,6 +25,9 @@ from ..wire import converter
 
 VERSION = 1
 DEMO_NAME = "demo_session.json"
+HOSTS = ("kodelet", "claude-code")
+"""The agent loop a session was recorded in, whose rules a replay follows: Claude Code
+continues for a stop's follow-ups once per stop (not while ``stop_hook_active``)."""
 
 
 class SessionFormatError(KodeletError, ValueError):
@@ -133,6 +136,7 @@ class RecordedSession:
     auto_compact: AutoCompact = attrs.field(factory=AutoCompact)
     recipe_name: str = ""
     invoked_by: Literal["main", "subagent"] = "main"
+    host: Literal["kodelet", "claude-code"] = "kodelet"
     model: str = ""
     description: str = ""
     cwd: str = ""
@@ -334,6 +338,7 @@ _TOP_KEYS = (
     "auto_compact",
     "recipe_name",
     "invoked_by",
+    "host",
     "model",
     "description",
     "cwd",
@@ -358,6 +363,10 @@ def from_data(data: Any) -> RecordedSession:
     invoked_by = r.get("invoked_by", str, default="main")
     if invoked_by not in ("main", "subagent"):
         raise SessionFormatError(f"invoked_by: expected 'main' or 'subagent', got {invoked_by!r}")
+    host = r.get("host", str, default="kodelet")
+    if host not in HOSTS:
+        expected = " or ".join(repr(h) for h in HOSTS)
+        raise SessionFormatError(f"host: expected {expected}, got {host!r}")
     items = r.get("items", list, required=True)
     return RecordedSession(
         conv_id=r.get("conv_id", str, required=True),
@@ -367,6 +376,7 @@ def from_data(data: Any) -> RecordedSession:
         ),
         recipe_name=r.get("recipe_name", str, default=""),
         invoked_by=invoked_by,
+        host=host,
         model=r.get("model", str, default=""),
         description=r.get("description", str, default=""),
         cwd=r.get("cwd", str, default=""),
@@ -489,6 +499,7 @@ def to_data(session: RecordedSession) -> dict[str, Any]:
         "auto_compact": auto,
         "recipe_name": session.recipe_name,
         "invoked_by": session.invoked_by if session.invoked_by != "main" else "",
+        "host": session.host if session.host != "kodelet" else "",
         "cwd": session.cwd,
     }
     return {**_drop_empty(head, keep=("version", "conv_id")), "items": items}

@@ -13,7 +13,12 @@ tokens the compaction freed (estimated at four characters a token) -- until
 the recording compacts itself, from where its own counts are right again.
 
 Notes (interrupts, command output, a Stop hook's feedback...) join the
-history as the model saw them, without ``user_message_send``. A subagent runs
+history as the model saw them, without ``user_message_send``. A session recorded
+in Claude Code (``host: claude-code``) follows its once-per-stop rule, as the
+bridge does: after a stop the agent continued from (the replay's follow-ups, or the
+recording's own Stop-hook feedback), the next stop's follow-ups are dropped until
+the next prompt, because Claude Code says ``stop_hook_active`` there and the bridge
+does not continue again. A subagent runs
 while the tool call that started it runs, through its own driver with
 ``invoked_by: "subagent"``, as a live host would run it; a blocked call never
 starts it.
@@ -50,6 +55,7 @@ from .format import (
 )
 
 CHARS_PER_TOKEN = 4
+ONCE_PER_STOP = "Claude Code continues once per stop: stop_hook_active"
 
 
 @attrs.frozen(kw_only=True)
@@ -159,6 +165,8 @@ class Player:
         self.steps: list[Step] = []
         self._freed = 0
         self._ref = ""
+        self.once_per_stop = session.host == "claude-code"
+        self.stop_hook_active = False
 
     def _take(self) -> list[Dispatch]:
         """The dispatches the driver made since the last call, oldest first."""
@@ -223,6 +231,8 @@ class Player:
     # -- items -----------------------------------------------------------------
 
     def _note(self, item: NoteItem) -> None:
+        if item.kind == "stop-hook-feedback":
+            self.stop_hook_active = True
         self.driver.add_user_message(item.content)
         turn = self.driver.turn_number
         self._add(
@@ -257,6 +267,7 @@ class Player:
         )
 
     def _user(self, item: UserItem, answers: int) -> bool:
+        self.stop_hook_active = False
         turn = self.driver.turn_number + 1
         outcome = self.driver.send_user_message(item.content)
         effects = []
@@ -300,9 +311,14 @@ class Player:
         )
         if not item.tool_calls:
             before = len(self.driver.messages)
-            stop = self.driver.stop()
+            stop = self.driver.stop(follow_up=not (self.once_per_stop and self.stop_hook_active))
             effects = self._applied(stop.applied, before)
             effects += [Effect(kind="follow-up", detail=one_line(t)) for t in stop.follow_ups]
+            effects += [
+                Effect(kind="follow-up-dropped", detail=f"{one_line(t)} ({ONCE_PER_STOP})")
+                for t in stop.dropped
+            ]
+            self.stop_hook_active = self.stop_hook_active or bool(stop.follow_ups)
             self._step(turn, Event.AGENT_STOP, f"{before} messages", _only(self._take()), effects)
 
     def _run(self, call: ToolCall, nested: list[Step], replay: Replay) -> Any:

@@ -38,6 +38,7 @@ EFFECT_STYLES = {
     "output-rewritten": "yellow",
     "compacted": "bold cyan",
     "follow-up": "cyan",
+    "follow-up-dropped": "dim",
     "warning": "magenta",
 }
 NOTE_STYLE = "blue"
