@@ -374,3 +374,61 @@ def test_claude_uninstall_keeps_a_backup_that_holds_more(project: Path) -> None:
     _claude(project, "uninstall")
     assert json.loads(settings.read_text()) == {"model": "opus", "env": {"B": "2"}}
     assert json.loads(backup.read_text())["env"] == {"B": "2"}
+
+
+# -- the Agent SDK example says why it answers {} ---------------------------------
+
+HOST = Path(__file__).parents[1] / "plugins" / "examples" / "claude-agent-sdk" / "host.py"
+CLAUDE_DENY = {
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}]
+    }
+}
+
+
+LENIENT = """#!/bin/sh
+if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
+cat >/dev/null
+"""
+
+
+def _check(project: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, str(HOST), "--check"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_sdk_check_says_why_rm_rf_is_allowed(project: Path) -> None:
+    bare = _check(project)
+    assert json.loads(bare.stdout) == {}
+    assert bare.stderr == (
+        f"host.py --check: {{}} means allowed: no before_tool_call hook is loaded for "
+        f"{project}, so nothing guards `rm -rf /` (add one: `kodelet hooks new no-rm-rf "
+        "-e before_tool_call`; `kodelet hooks list` shows what is loaded)\n"
+    )
+    write_hook(project / ".kodelet" / "hooks", "lenient", LENIENT)
+    lenient = _check(project)
+    assert json.loads(lenient.stdout) == {}
+    assert lenient.stderr == (
+        "host.py --check: {} means allowed: the before_tool_call hooks lenient let it through\n"
+    )
+
+
+def test_sdk_check_names_the_claude_hooks_it_leaves_to_claude_code(project: Path) -> None:
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_DENY))
+    done = _check(project)
+    assert json.loads(done.stdout) == {}
+    first, second = done.stderr.splitlines()
+    assert first == (
+        "host.py --check: Claude Code hooks of the settings files not run here: "
+        "claude:project:PreToolUse:0:0 (in an agent run Claude Code runs them itself; "
+        "`kodelet claude run PreToolUse --payload -` fires them alone)"
+    )
+    assert second.startswith("host.py --check: {} means allowed: no before_tool_call hook")
