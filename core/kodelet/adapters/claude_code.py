@@ -29,6 +29,7 @@ from ..errors import HookFailure
 from ..events import Event
 from ..kinds import Source, Status
 from ..payloads import BasePayload
+from ..places import find_project
 from ..seam import Adapter, AdapterHook, Rank
 from .claude_settings import ClaudeHookSpec
 from .standin import blocking_stand_in, stand_in_events
@@ -58,6 +59,7 @@ def matcher_of(spec: ClaudeHookSpec, default_timeout: float | None = None) -> Ho
         async_=spec.async_,
         plugin_root=spec.plugin_root,
         name=spec.name,
+        on_failure=spec.on_failure,
     )
     return HookMatcher(spec.matcher, [command])  # type: ignore[list-item]
 
@@ -67,7 +69,8 @@ def note(spec: ClaudeHookSpec) -> str:
     command, and that its files passed the trust check (docs/SECURITY.md)."""
     assert spec.event is not None
     on = spec.event.value if spec.matcher in (None, "", "*") else f"{spec.event} {spec.matcher}"
-    return f"{on}; trusted; runs: {spec.command}"
+    said = "".join(f"; {w}" for w in spec.warnings)
+    return f"{on}; trusted; runs: {spec.command}{said}"
 
 
 def _no_counterpart(event: HookEvent) -> str:
@@ -87,6 +90,9 @@ class ClaudeCodeAdapter(Adapter):
     ) -> None:
         super().__init__()
         self.cwd = cwd
+        # CLAUDE_PROJECT_DIR: the project, as git finds its root (or as Claude Code
+        # says, when kodelet runs inside it), not whichever subfolder the host is in.
+        self.project_dir = str(find_project(cwd))
         self.transcript_path = transcript_path
         self.specs = list(specs)
         self.discovered: list[ClaudeRow] = []
@@ -147,7 +153,7 @@ class ClaudeCodeAdapter(Adapter):
             assert spec.event is not None
             runner = Runner(
                 {spec.event: [matcher_of(spec, timeout)]},
-                cwd=self.cwd,
+                cwd=self.project_dir,
                 async_slots=self._async_slots,
             )
             self._runners[spec.name] = runner

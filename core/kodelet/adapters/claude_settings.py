@@ -72,6 +72,10 @@ class ClaudeHookSpec:
     timeout: float | None = None
     async_: bool = False
     plugin_root: str | None = None
+    on_failure: str | None = None
+    """Claude Code's ``onFailure``: ``"block"`` makes a failed run block."""
+    warnings: tuple[str, ...] = ()
+    """What kodelet runs differently from Claude Code for this entry (said at load)."""
     problem: str | None = None
 
 
@@ -204,6 +208,22 @@ def _timeout(value: Any) -> float | None:
     return None if value is None else check_timeout(value, "'timeout'")
 
 
+IF_NOT_EVALUATED = (
+    "'if' is not evaluated by kodelet: the hook runs on every call its matcher matches"
+)
+REWAKE_AS_ASYNC = "'asyncRewake' runs as 'async': a late exit 2 does not wake the model"
+
+
+def _on_failure(raw: dict[str, Any], where: str, warnings: list[str]) -> str | None:
+    """``onFailure`` as Claude Code reads it; an unknown value counts as ``"block"``
+    (a guard whose author wanted something else than "continue" fails closed)."""
+    value = raw.get("onFailure")
+    if value is None or value in ("block", "continue"):
+        return value
+    warnings.append(f'{where}.onFailure {value!r} is not "block" or "continue": read as "block"')
+    return "block"
+
+
 def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: Any, m: Any) -> Any:
     if not isinstance(raw, dict):
         return _problem(spec, name, f"{where}: expected an object", event)
@@ -227,6 +247,15 @@ def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: A
     root = None if spec.plugin_root is None else str(spec.plugin_root)
     if root is not None:
         command = quote_plugin_root(command)
+    warnings: list[str] = []
+    on_failure = _on_failure(raw, where, warnings)
+    if raw.get("if") is not None:
+        warnings.append(f"{where}: {IF_NOT_EVALUATED} ({raw['if']!r})")
+    rewake = raw.get("asyncRewake") is True
+    if rewake:
+        warnings.append(f"{where}: {REWAKE_AS_ASYNC}")
+    for warning in warnings:
+        log.warning("%s: %s", spec.path, warning)
     return ClaudeHookSpec(
         name=name,
         scope=spec.scope,
@@ -235,8 +264,10 @@ def _command(spec: SettingsFile, name: str, event: HookEvent, where: str, raw: A
         matcher=m,
         command=command,
         timeout=timeout,
-        async_=raw.get("async") is True,
+        async_=raw.get("async") is True or rewake,
         plugin_root=root,
+        on_failure=on_failure,
+        warnings=tuple(warnings),
     )
 
 

@@ -30,6 +30,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from ..config import check_timeout
+from ..places import find_project
 from ..process import STDERR_TAIL, STDOUT_CAP
 from .command import ENV_FILE_EVENTS, CommandHook
 from .emission import Emitter, HookProgress, HookResponse, HookStarted, Sink, sdk_outcome
@@ -427,7 +428,7 @@ class Runner:
                 event,
                 wire,
                 timeout=timeout,
-                project_dir=self.cwd or str(wire.get("cwd") or os.getcwd()),
+                project_dir=self.cwd or str(find_project(str(wire.get("cwd") or "") or None)),
                 on_line=on_line,
                 env_file=env_file,
             )

@@ -117,9 +117,30 @@ def recent_messages(
         text = content_text(message.get("content"), skip=("tool_use", "tool_result", "thinking"))
         if not text or (role == "user" and note_kind(text, meta=entry.get("isMeta") is True)):
             continue
-        if role == "assistant" and messages and message.get("id") == last_id:
+        if role == "assistant" and last_id is not None and message.get("id") == last_id:
             messages[-1] = Message(role=role, content=f"{messages[-1].content}\n{text}")
             continue
         last_id = message.get("id") if role == "assistant" else None
         messages.append(Message(role=role, content=text))
     return messages[-limit:]
+
+
+def write_transcript(
+    path: str | os.PathLike[str], messages: Collection[Message], *, session_id: str, cwd: str
+) -> None:
+    """A conversation as Claude Code writes its transcript, for a Claude hook run outside
+    Claude Code: the hooks that read ``transcript_path`` (the last assistant message, the
+    last prompt) find the turns they would find there, read back by :func:`recent_messages`."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i, m in enumerate(messages):
+            message: dict[str, Any] = {"role": m.role, "content": m.content}
+            if m.role == "assistant":
+                message.update(id=f"kodelet-msg-{i}", content=[{"type": "text", "text": m.content}])
+            entry = {
+                "type": m.role,
+                "sessionId": session_id,
+                "cwd": cwd,
+                "uuid": f"kodelet-{i}",
+                "message": message,
+            }
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")

@@ -3,12 +3,20 @@
 Only the Claude runner takes part (no kodelet hooks, no mapping), so a hook can be
 tried from the shell with the input Claude Code would give it and the answer printed
 as the hook JSON Claude Code would act on. Every one of the 15 events works.
+
+What the answer cannot say goes to stderr, one line each: a hook that failed, output
+keys Claude Code ignores, what a SessionStart hook wrote to ``CLAUDE_ENV_FILE``, and
+async hooks, which (as in Claude Code) are not part of the answer: it is printed
+first, then their late results are waited for and reported.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,7 +26,33 @@ from ..places import Places
 from .common import fail, print_json, printable, state
 from .hooks_cmd import _read_payload
 
+if TYPE_CHECKING:
+    from ..claude.results import HookResult
+
 EVENT_NAMES = ", ".join(e.value for e in HookEvent)
+
+
+def _say(results: Iterable[HookResult]) -> None:
+    """One stderr line for each thing a result says that the merged answer does not."""
+    from ..claude.results import Outcome
+
+    for r in results:
+        name = f"{r.hook} (async)" if r.late else r.hook
+        if r.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.CANCELLED):
+            typer.echo(f"kodelet: hook {name} failed: {printable(r.error or r.outcome)}", err=True)
+        elif r.late and r.output:
+            typer.echo(f"kodelet: hook {name} answered late: {printable(str(r.output))}", err=True)
+        if r.ignored:
+            keys = ", ".join(r.ignored)
+            typer.echo(f"kodelet: hook {name}: Claude Code ignores {printable(keys)}", err=True)
+        for line in (r.session_env or "").splitlines():
+            typer.echo(f"kodelet: hook {name}: CLAUDE_ENV_FILE: {printable(line)}", err=True)
+        if r.is_async:
+            typer.echo(
+                f"kodelet: hook {name} runs on in the background (async); its late result "
+                "is not part of the answer and is waited for after it",
+                err=True,
+            )
 
 
 def run(
@@ -31,7 +65,8 @@ def run(
     """Run the Claude Code hooks found for this directory (settings files and plugin
     repositories) on one event and print the merged hook output as JSON.
 
-    Hooks that cannot run are named on stderr. Exit status is 0 whatever they decided.
+    Hooks that cannot run or that fail are named on stderr; async hooks are waited
+    for after the answer is printed. Exit status is 0 whatever they decided.
     The off switches hold as for every other command: ``--no-hooks``,
     ``KODELET_NO_HOOKS=1`` and ``[claude] hooks = false`` run no hook, and a hook
     disabled in config.toml is not run."""
@@ -73,8 +108,10 @@ def run(
             results = runner.fire(hook_event, data)
         except HookDataError as exc:
             fail(f"invalid input: {exc}", 2)
-        results += runner.drain_sync()
-    print_json(merge(hook_event, results))
+        _say(results)
+        print_json(merge(hook_event, results))
+        sys.stdout.flush()
+        _say(runner.drain_sync())
 
 
 def register(app: typer.Typer) -> None:

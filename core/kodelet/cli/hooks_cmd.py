@@ -171,12 +171,20 @@ def run(
     exit_code: bool = typer.Option(
         False, "--exit-code", help="Exit 2 when the merged result is blocked (for shell scripts)."
     ),
+    transcript: Path = typer.Option(
+        None,
+        "--transcript",
+        help="Claude Code transcript (.jsonl) Claude Code hooks get as transcript_path "
+        "(default: one written from the payload's messages).",
+    ),
 ) -> None:
     """Dispatch one event through every enabled hook and print the merged result as JSON.
 
     The payload may be partial: conv_id, cwd (--cwd), invoked_by, tool_user_id and
     tool_input get defaults. Exit status is 0 whatever the hooks decided, unless
-    --exit-code asks for 2 on a block. Hooks that cannot run are named on stderr."""
+    --exit-code asks for 2 on a block. Hooks that cannot run are named on stderr.
+    Claude Code hooks get ``transcript_path``: --transcript, else a transcript written
+    from the payload's conversation, so a hook that reads it finds the turns."""
     ev = _event(event)
     data = _read_payload(payload)
     given = data.get("event")
@@ -191,7 +199,10 @@ def run(
         model = payload_from_wire(ev, data, strict=True)
     except WireError as exc:
         fail(f"invalid payload: {exc}", 2)
-    rt = make_runtime(ctx, timeout=timeout, warn_skipped=True)
+    if transcript is not None and not transcript.is_file():
+        fail(f"--transcript {transcript}: not a file", 2)
+    path = str(transcript.absolute()) if transcript else _payload_transcript(ctx, model)
+    rt = make_runtime(ctx, timeout=timeout, warn_skipped=True, transcript_path=path)
     try:
         result = rt.dispatch(model)
     except ValueError as exc:  # over the payload bounds: refused before any hook ran
@@ -205,6 +216,23 @@ def run(
     print_json(result_to_wire(ev, result.result), one_line=True)
     if exit_code and getattr(result.result, "blocked", False):
         raise typer.Exit(BLOCKED_EXIT)
+
+
+def _payload_transcript(ctx: typer.Context, model: Any) -> str:
+    """A transcript of the payload's conversation in a directory removed when the
+    command ends; Claude Code never hands a hook an empty ``transcript_path``."""
+    import tempfile
+
+    from ..claude.transcript import write_transcript
+    from ..payloads import Message
+
+    messages = list(getattr(model, "messages", None) or [])
+    if model.event == Event.USER_MESSAGE_SEND:
+        messages.append(Message(role="user", content=model.message))
+    directory = ctx.with_resource(tempfile.TemporaryDirectory(prefix="kodelet-transcript-"))
+    path = os.path.join(directory, f"{model.conv_id or 'session'}.jsonl".replace(os.sep, "_"))
+    write_transcript(path, messages, session_id=model.conv_id, cwd=model.cwd)
+    return path
 
 
 def _event_or_none(name: str) -> Event | None:
