@@ -140,7 +140,9 @@ def claude_env(api: MessagesAPI, home: Path, path_prefix: Sequence[str] = ()) ->
         "DISABLE_AUTOUPDATER": "1",
         "LANG": "C.UTF-8",
     }
-    for key in ("KODELET_HOME", "KODELET_E2E_CACHE", "TMPDIR"):
+    # The warm kodelet is on, as for a user; its runtime directory is the test's own,
+    # so every warm kodelet a run starts is stopped when the test ends.
+    for key in ("KODELET_HOME", "KODELET_E2E_CACHE", "TMPDIR", "KODELET_DAEMON_DIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
