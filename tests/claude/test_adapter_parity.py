@@ -242,3 +242,55 @@ def test_hooks_run_transcript_option_passes_a_real_one(project: Path, tmp_path: 
     )
     assert ran.returncode == 0, ran.stderr
     assert seen.read_text().strip() == str(transcript)
+
+
+# --- answers mapped onto kodelet's results ----------------------------------------------
+
+
+def echo(answer: dict[str, Any]) -> str:
+    return f"echo '{json.dumps(answer)}'"
+
+
+def stop_payload(project: Path) -> AgentStopPayload:
+    return AgentStopPayload(conv_id="c1", cwd=str(project), messages=[])
+
+
+def test_continue_false_on_pre_tool_use_lets_the_tool_run(project: Path) -> None:
+    # Claude Code 2.1.328 runs the tool, then ends the session (kodelet cannot end it).
+    settings(project, {"PreToolUse": [entry(echo({"continue": False, "stopReason": "halt"}))]})
+    assert not dispatch(project, before(project)).blocked
+
+
+def test_updated_input_without_a_decision_rewrites_the_call(project: Path) -> None:
+    rewrite = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "updatedInput": {"file_path": "a", "content": "SAFE"},
+        }
+    }
+    settings(project, {"PreToolUse": [entry(echo(rewrite), "Write")]})
+    result = dispatch(project, before(project, "file_write", file_path="a", text="x"))
+    assert not result.blocked and result.input == {"file_path": "a", "text": "SAFE"}
+
+
+def test_stop_context_keeps_the_agent_going_as_claude_code_does(project: Path) -> None:
+    context = {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "see ci.log"}}
+    settings(project, {"Stop": [entry(echo(context))]})
+    assert dispatch(project, stop_payload(project)).follow_up_messages == ["see ci.log"]
+
+
+def test_stop_block_with_context_follows_up_with_both(project: Path) -> None:
+    answer = {
+        "decision": "block",
+        "reason": "tests are red",
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "see ci.log"},
+    }
+    settings(project, {"Stop": [entry(echo(answer))]})
+    result = dispatch(project, stop_payload(project))
+    assert result.follow_up_messages == ["tests are red", "see ci.log"]
+
+
+def test_continue_false_beside_a_stop_block_stops(project: Path) -> None:
+    answer = {"continue": False, "decision": "block", "reason": "more"}
+    settings(project, {"Stop": [entry(echo(answer))]})
+    assert not dispatch(project, stop_payload(project)).follow_up_messages

@@ -306,10 +306,12 @@ def to_kodelet_result(
     """The kodelet result (wire form) for the merged Claude output ``doc`` of ``event``.
 
     ``tool_name`` is the Claude tool name, so ``updatedInput`` is translated back to
-    the kodelet tool's keys. ``continue: false`` blocks what can be blocked (kodelet
-    has no "stop the agent" answer) and cancels a Stop hook's follow-up; an ``ask`` is
-    kodelet's ``ask`` (the host asks its approver, or blocks without one). None: nothing
-    to do."""
+    the kodelet tool's keys (with no decision too: Claude Code applies it). As in
+    Claude Code 2.1.328, ``continue: false`` lets a tool call run (kodelet has no "end
+    the session" answer), blocks a prompt and cancels a Stop hook's follow-up; a Stop
+    hook's ``additionalContext`` keeps the agent going as a follow-up; an ``ask`` is
+    kodelet's ``ask`` (the host asks its approver, or blocks without one). None:
+    nothing to do."""
     mapping = to_kodelet_event(event)
     if mapping is None:
         return None
@@ -321,15 +323,13 @@ def to_kodelet_result(
     if event == HookEvent.PRE_TOOL_USE:
         decision = specific.get("permissionDecision")
         reason = specific.get("permissionDecisionReason") or ""
-        if stopped:
-            out.update(blocked=True, reason=stop_reason)
-        elif decision == "deny":
+        if decision == "deny":
             out.update(blocked=True, reason=reason or "denied by a Claude Code hook")
         elif decision == "ask":
             out.update(ask=True, reason=reason or "a Claude Code hook asks for approval")
             if isinstance(specific.get("updatedInput"), dict):
                 out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
-        elif decision == "allow" and isinstance(specific.get("updatedInput"), dict):
+        elif decision in ("allow", None) and isinstance(specific.get("updatedInput"), dict):
             out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
     elif mapping.kodelet == Event.AFTER_TOOL_CALL:
         # A blocking PostToolUse hook's reason is feedback for the model.
@@ -340,8 +340,11 @@ def to_kodelet_result(
             out.update(blocked=True, reason=stop_reason)
         elif doc.get("decision") == "block":
             out.update(blocked=True, reason=doc.get("reason") or "blocked by a Claude Code hook")
-    elif doc.get("decision") == "block" and not stopped:  # Stop, SubagentStop
-        out["follow_up_messages"] = [doc.get("reason") or "Continue."]
+    else:  # Stop, SubagentStop: a block and context both keep the agent going
+        blocked = [doc.get("reason") or "Continue."] if doc.get("decision") == "block" else []
+        if not stopped and (blocked or context):
+            out["follow_up_messages"] = blocked + context
+        context = []
     if context:
         out["additional_context"] = context
     return out or None
