@@ -178,15 +178,17 @@ def load_file(
     return loads(read_file(path, what, cap=cap), str(Path(path)), max_depth=max_depth)
 
 
-def write_atomically(path: str | os.PathLike[str], text: str) -> None:
+def write_atomically(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
     """Replace ``path`` with ``text``: the new file keeps the old one's permissions
-    (0644 when there was none); the temporary file is removed if anything fails."""
+    (0644 when there was none) unless ``mode`` is given; the temporary file is removed
+    if anything fails."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except OSError:
-        mode = 0o644
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except OSError:
+            mode = 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -15,6 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 BRIDGE_ARGS = ("claude", "hook")
+ENSURE_ARGS = ("claude", "ensure")
+"""The SessionStart entry of the HTTP transport: makes sure the warm kodelet is up."""
+HTTP_PATH = "/kodelet/claude/hook"
+"""The URL path of kodelet's ``type: "http"`` entries (``kodelet.warm.http.PATH``)."""
 SHELL_SYNTAX = frozenset(";&|<>`$()\n\r")
 """A command using any of these does more than call the bridge: it is not ours."""
 BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit")
@@ -41,7 +45,7 @@ def is_own_command(command: str) -> bool:
             start = i + 1
         elif word == "-m" and i + 1 < len(words) and words[i + 1] == "kodelet":
             start = i + 2
-        if start is not None and tuple(words[start : start + 2]) == BRIDGE_ARGS:
+        if start is not None and tuple(words[start : start + 2]) in (BRIDGE_ARGS, ENSURE_ARGS):
             return all(
                 w.startswith("-") or words[j - 1].startswith("-")
                 for j, w in enumerate(words[start + 2 :], start + 2)
@@ -49,11 +53,24 @@ def is_own_command(command: str) -> bool:
     return False
 
 
+def is_own_url(url: str) -> bool:
+    """``http://127.0.0.1:<port>/kodelet/claude/hook``: the warm kodelet over HTTP."""
+    prefix = "http://127.0.0.1:"
+    if not url.startswith(prefix) or not url.endswith(HTTP_PATH):
+        return False
+    port = url[len(prefix) : -len(HTTP_PATH)]
+    return port.isdigit() and len(port) <= 5
+
+
 def is_own(hook: Any) -> bool:
-    """A command hook entry of ``hooks[event][i].hooks`` that calls kodelet's bridge."""
+    """A hook entry of ``hooks[event][i].hooks`` that calls kodelet's bridge."""
+    if not isinstance(hook, dict):
+        return False
+    kind = hook.get("type", "command")
+    if kind == "http":
+        return isinstance(hook.get("url"), str) and is_own_url(hook["url"])
     return (
-        isinstance(hook, dict)
-        and hook.get("type", "command") == "command"
+        kind == "command"
         and isinstance(hook.get("command"), str)
         and is_own_command(hook["command"])
     )
@@ -70,11 +87,16 @@ def own_hooks(settings: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
                     yield event, hook
 
 
-def own_hook(event: str, command: str, *, on_failure: str = "block") -> dict[str, Any]:
-    """The entry ``claude install`` writes for ``event``. ``onFailure: "block"`` makes
-    Claude Code block the call when the command itself fails (not found, crashed):
-    Claude Code 2.1.328 otherwise treats any exit but 2 as "go ahead"."""
+def own_hook(
+    event: str, command: str, *, on_failure: str = "block", http: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The entry ``claude install`` writes for ``event``: the command, or with ``http``
+    (url, authorization header) a ``type: "http"`` entry. ``onFailure: "block"`` makes
+    Claude Code block the call when the command itself fails (not found, crashed) or
+    the URL does not answer: Claude Code 2.1.328 otherwise treats that as "go ahead"."""
     hook: dict[str, Any] = {"type": "command", "command": command}
+    if http is not None:
+        hook = {"type": "http", "url": http[0], "headers": {"Authorization": http[1]}}
     if on_failure == "block" and event in BLOCKING_EVENTS:
         hook["onFailure"] = "block"
     return hook

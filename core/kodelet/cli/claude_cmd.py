@@ -24,7 +24,7 @@ import typer
 from .. import jsonio
 from ..claude.installed import PROJECT_COMMAND, is_own, own_hook, own_hooks
 from ..config import ConfigError, load_config
-from ..places import Places
+from ..places import Places, find_project
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 
 app = typer.Typer(
@@ -124,13 +124,27 @@ def without_ours(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_ours(data: dict[str, Any], command: str, on_failure: str = "block") -> dict[str, Any]:
+def with_ours(
+    data: dict[str, Any],
+    command: str,
+    on_failure: str = "block",
+    http: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """``data`` with kodelet's entries: ``command`` per event, or with ``http`` (url,
+    authorization) HTTP entries plus a SessionStart command that keeps the warm
+    kodelet up (``command`` with ``ensure`` for ``hook``)."""
     out = without_ours(data)
     hooks = dict(out.get("hooks", {}))
     from ..bridges.claude_code import EVENTS
 
-    for event in EVENTS:
-        group: dict[str, Any] = {"hooks": [own_hook(event, command, on_failure=on_failure)]}
+    events: list[tuple[str, dict[str, Any]]] = [
+        (event, own_hook(event, command, on_failure=on_failure, http=http)) for event in EVENTS
+    ]
+    if http is not None:
+        ensure = command.rsplit(" hook", 1)[0] + " ensure"
+        events.insert(0, ("SessionStart", {"type": "command", "command": ensure}))
+    for event, hook in events:
+        group: dict[str, Any] = {"hooks": [hook]}
         if event in TOOL_EVENTS:
             group = {"matcher": "*", **group}
         hooks[event] = [*hooks.get(event, []), group]
@@ -230,7 +244,38 @@ def configured_on_failure(cwd: Path) -> str:
         fail(str(exc), 2)
 
 
-def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> None:
+class Transport(StrEnum):
+    command = "command"
+    http = "http"
+
+
+def _http_entry(cwd: Path, scope: Scope, dry_run: bool) -> tuple[str, str]:
+    """(url, authorization) of the project's warm kodelet over HTTP; port and secret
+    chosen once and kept where only this user can read them."""
+    if scope is Scope.project:
+        fail(
+            "--transport http writes a secret: use --scope local or --scope user "
+            "(the project file is shared)",
+            2,
+        )
+    from ..warm import http
+
+    places = Places.resolve(find_project(cwd))
+    record = http.load(places)
+    if record is None and dry_run:
+        return "http://127.0.0.1:<port>" + http.PATH, "Bearer <secret>"
+    if record is None or record.project != str(places.cwd):
+        record = http.ensure_record(places)
+    return record.url, record.header()
+
+
+def _change(
+    ctx: typer.Context,
+    scope: Scope,
+    dry_run: bool,
+    install: bool,
+    transport: Transport = Transport.command,
+) -> None:
     cwd = state(ctx).cwd
     path = settings_path(scope, cwd)
     try:
@@ -243,8 +288,11 @@ def _change(ctx: typer.Context, scope: Scope, dry_run: bool, install: bool) -> N
         return
     try:
         if install:
-            new = with_ours(data, hook_command(scope), configured_on_failure(cwd))
+            http = _http_entry(cwd, scope, dry_run) if transport is Transport.http else None
+            new = with_ours(data, hook_command(scope), configured_on_failure(cwd), http)
             typer.echo(write_settings(path, old, data, new, dry_run))
+            if http is not None and not dry_run:
+                path.chmod(0o600)  # it holds the warm kodelet's secret
         else:
             typer.echo(write_without_ours(path, old or "", data, dry_run))
     except OSError as exc:
@@ -256,9 +304,15 @@ def install(
     ctx: typer.Context,
     scope: Scope = typer.Option(Scope.project, "--scope", help=SCOPE_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+    transport: Transport = typer.Option(
+        Transport.command,
+        "--transport",
+        help="command: the lean client per call (default); http: Claude Code posts to the"
+        " warm kodelet on 127.0.0.1, no process per call (local and user scopes).",
+    ),
 ) -> None:
     """Make Claude Code call `kodelet claude hook` for tool calls, prompts and stops."""
-    _change(ctx, scope, dry_run, install=True)
+    _change(ctx, scope, dry_run, install=True, transport=transport)
 
 
 @app.command("uninstall")
@@ -274,9 +328,12 @@ def uninstall(
 def _installed(data: dict[str, Any]) -> dict[str, Any]:
     """What kodelet's entries in one settings file say: events, commands, onFailure."""
     ours = list(own_hooks(data))
+    http = [h for _, h in ours if h.get("type") == "http"]
     return {
         "events": [event for event, _ in ours],
-        "commands": sorted({h["command"] for _, h in ours}),
+        "transport": ("http" if http else "command") if ours else None,
+        "urls": sorted({h["url"] for h in http}),
+        "commands": sorted({h["command"] for _, h in ours if "command" in h}),
         "blocks_on_failure": sorted({e for e, h in ours if h.get("onFailure") == "block"}),
     }
 
@@ -296,7 +353,14 @@ def status(
             _, data = read_settings(path)
             entry: dict[str, Any] = {**_installed(data), "error": None}
         except SettingsError as exc:
-            entry = {"events": [], "commands": [], "blocks_on_failure": [], "error": str(exc)}
+            entry = {
+                "events": [],
+                "transport": None,
+                "urls": [],
+                "commands": [],
+                "blocks_on_failure": [],
+                "error": str(exc),
+            }
         entry["command_problems"] = [
             f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c))
         ]
@@ -338,6 +402,9 @@ def status(
         lines.append(f"{s['scope']:8} {s['path']}: {s['error'] or where}")
         if s["events"]:
             guarded = ", ".join(s["blocks_on_failure"]) or "none"
+            lines.append(f"{'':8}   transport: {s['transport']}")
+            if s["urls"]:
+                lines.append(f"{'':8}   url: {'; '.join(s['urls'])}")
             lines.append(f"{'':8}   command: {'; '.join(s['commands'])}")
             lines.append(f"{'':8}   blocks when kodelet cannot run: {guarded}")
         lines += [f"{'':8}   problem: {p}" for p in s["command_problems"]]

@@ -252,8 +252,56 @@ def note(text: str) -> None:
     os.write(2, f"kodelet: warm: {text}\n".encode("utf-8", "replace"))
 
 
+def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
+    """``claude ensure``, the SessionStart entry of the HTTP transport: start the
+    project's warm kodelet if none runs and check it holds its HTTP port. If it cannot
+    (another process holds the port, which could answer "go ahead" to every call), the
+    session is stopped with the reason instead of running unguarded."""
+    import json
+    import time
+
+    sys.stdin.buffer.read(INPUT_CAP + 1)
+    project = find_project(os.getcwd(), env)
+    problem = ""
+    try:
+        directory = private_dir(runtime_dir(env), create=True)
+        name = key(project, env)
+        path = os.path.join(directory, name + ".sock")
+        deadline = time.monotonic() + wait
+        spawned = False
+        while True:
+            try:
+                status, _, out, _ = call(path, request("status", [], b"", env))
+                info = json.loads(out) if status == "ok" else {}
+                break
+            except Unavailable as exc:
+                if not exc.start or time.monotonic() > deadline:
+                    raise
+                if not spawned:
+                    spawn(project, name, directory)
+                    spawned = True
+                time.sleep(0.05)
+        http = info.get("http") or "no HTTP transport installed for this project"
+        if not http.startswith("http://"):
+            problem = http
+    except Unavailable as exc:
+        problem = str(exc)
+    if not problem:
+        return 0
+    reason = (
+        f"kodelet: the warm kodelet of {project} cannot answer Claude Code's hooks over "
+        f"HTTP ({problem}); the session is stopped rather than run unguarded. "
+        "`kodelet daemon status` shows it; `kodelet claude install` (without "
+        "--transport http) goes back to the command transport."
+    )
+    sys.stdout.write(json.dumps({"continue": False, "stopReason": reason}) + "\n")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """``client.py claude hook [options]``: one hook input on stdin, the answer on stdout."""
+    if argv[:2] == ["claude", "ensure"]:
+        return ensure(os.environ)
     args = argv[2:] if argv[:2] == ["claude", "hook"] else argv
     if any(a in ("-h", "--help") for a in args):
         return answer_here(args, b"")

@@ -82,6 +82,7 @@ class Server:
         self._modules: Fingerprint = ()
         self._stop = threading.Event()
         self._own_code = os.stat(client.__file__).st_mtime_ns
+        self.http_state: str | None = None
 
     # -- runtimes -------------------------------------------------------------------
 
@@ -198,6 +199,24 @@ class Server:
         return self._claude_hook(args, rest, cwd, pinned)
 
     def _claude_hook(self, args: list[str], raw: bytes, cwd: str, pinned: str) -> bytes:
+        env = dict(self.env)
+        if pinned:
+            env["CLAUDE_PROJECT_DIR"] = pinned
+        else:
+            env.pop("CLAUDE_PROJECT_DIR", None)
+        args = [
+            os.path.join(cwd, a) if prev == "--trace-file" else a
+            for prev, a in zip(["", *args], args, strict=False)
+        ]
+        try:
+            out, code, err = self.answer(raw, args, env)
+        except Misrouted as exc:
+            return client.reply(f"refused: the call is for project {exc}", 2, b"", b"")
+        return client.reply("ok", code, out.encode(), err.encode())
+
+    def answer(self, raw: bytes, args: list[str], env: dict[str, str]) -> tuple[str, int, str]:
+        """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the
+        kept runtime; :class:`Misrouted` when the input is another project's."""
         from ..bridges.claude_code import answer
 
         with self._lock:
@@ -205,27 +224,31 @@ class Server:
             self.last_call = time.monotonic()
         try:
             self._check()
-            env = dict(self.env)
-            if pinned:
-                env["CLAUDE_PROJECT_DIR"] = pinned
-            else:
-                env.pop("CLAUDE_PROJECT_DIR", None)
-            args = [
-                os.path.join(cwd, a) if prev == "--trace-file" else a
-                for prev, a in zip(["", *args], args, strict=False)
-            ]
             err = io.StringIO()
-            try:
-                out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lend)
-            except Misrouted as exc:
-                return client.reply(f"refused: the call is for project {exc}", 2, b"", b"")
+            out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lend)
             with self._lock:
                 self.calls += 1
-            return client.reply("ok", code, out.encode(), err.getvalue().encode())
+            return out, code, err.getvalue()
         finally:
             with self._lock:
                 self.active -= 1
                 self.last_call = time.monotonic()
+
+    def answer_http(self, raw: bytes) -> tuple[str, int]:
+        """An HTTP call carries no environment: the input's cwd names the project. One
+        for another project is answered from a runtime loaded for it, as in-process."""
+        env = {k: v for k, v in self.env.items() if k != "CLAUDE_PROJECT_DIR"}
+        try:
+            out, code, err = self.answer(raw, [], env)
+        except Misrouted:
+            from ..bridges.claude_code import answer
+
+            err_io = io.StringIO()
+            out, code = answer(raw, [], stderr=err_io, env=env)
+            err = err_io.getvalue()
+        if err:
+            log.info("%s", err.rstrip())
+        return out, code
 
     def status(self) -> dict[str, Any]:
         return {
@@ -239,6 +262,7 @@ class Server:
             "socket": str(self.socket_path),
             "log": str(self.directory / f"{self.name}.log"),
             "version": client.VERSION,
+            "http": self.http_state,
         }
 
     # -- life -----------------------------------------------------------------------
@@ -278,6 +302,24 @@ class Server:
         sock.settimeout(TICK)
         return sock
 
+    def _bind_http(self) -> Any:
+        """The loopback HTTP listener, when ``install --transport http`` chose a port."""
+        from . import http
+
+        record = http.load(self._places())
+        if record is None or record.project != str(self.project):
+            return None
+        try:
+            httpd, _ = http.bind(record, self.answer_http)
+        except OSError as exc:
+            self.http_state = f"port {record.port} unavailable: {exc.strerror}"
+            log.error("HTTP transport: %s", self.http_state)
+            return None
+        self.http_state = record.url
+        self.idle = float("inf")  # Claude Code cannot fall back: HTTP must stay answered
+        log.info("HTTP transport on %s", record.url)
+        return httpd
+
     def serve(self) -> int:
         client.private_dir(str(self.directory), create=True)
         lock_path = self.directory / f"{self.name}.lock"
@@ -291,10 +333,12 @@ class Server:
         signal.signal(signal.SIGHUP, lambda *_: self._stop.set())
         sock = None
         inode = None
+        httpd = None
         try:
             self._check()
             sock = self._bind()
             inode = os.stat(self.socket_path).st_ino
+            httpd = self._bind_http()
             log.info("warm kodelet %s for %s listening", os.getpid(), self.project)
             while (why := self._should_exit()) is None:
                 try:
@@ -308,6 +352,9 @@ class Server:
                 threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
             log.info("exiting: %s", why)
         finally:
+            if httpd is not None:
+                httpd.shutdown()
+                httpd.server_close()
             if sock is not None:
                 sock.close()
                 with contextlib.suppress(OSError):

@@ -1,0 +1,146 @@
+"""The warm kodelet over loopback HTTP: Claude Code's ``type: "http"`` hooks, which cost
+no process at all per call.
+
+``kodelet claude install --transport http`` picks a port and a secret for the project
+and keeps them in a file only its user can read (``<kodelet home>/warm/http/``); the
+settings entries carry the secret as a bearer token, and the settings file is made
+0600. The warm kodelet binds ``127.0.0.1:<port>`` and answers only requests that
+carry the secret: another local user can neither use it nor read its answers. Claude
+Code cannot check who answers, so a warm kodelet with HTTP never exits idle, and the
+SessionStart entry checks that it is the one holding the port (docs/SECURITY.md).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .. import jsonio
+from ..places import Places
+
+__all__ = ["PATH", "Record", "bind", "record_path"]
+
+PATH = "/kodelet/claude/hook"
+"""The URL path of kodelet's entries: how ``claude status`` and uninstall know them."""
+HOST = "127.0.0.1"
+
+
+@attrs.frozen
+class Record:
+    """The port and secret ``install --transport http`` chose for one project."""
+
+    project: str
+    port: int
+    secret: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}{PATH}"
+
+    def header(self) -> str:
+        return f"Bearer {self.secret}"
+
+
+def record_path(places: Places) -> Path:
+    from .client import key
+
+    name = key(str(places.cwd), {"HOME": "", "KODELET_HOME": str(places.global_root)})
+    return places.global_root / "warm" / "http" / f"{name}.json"
+
+
+def load(places: Places) -> Record | None:
+    """The project's record, or None; one another user could have written is ignored."""
+    path = record_path(places)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, encoding="utf-8") as f:
+        st = os.fstat(f.fileno())
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return None
+        try:
+            data = json.load(f)
+            return Record(str(data["project"]), int(data["port"]), str(data["secret"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def ensure_record(places: Places) -> Record:
+    """The project's record, made (port and secret chosen) if it has none."""
+    found = load(places)
+    if found is not None and found.project == str(places.cwd):
+        return found
+    record = Record(str(places.cwd), free_port(), secrets.token_urlsafe(32))
+    path = record_path(places)
+    for directory in (path.parent.parent, path.parent):
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        directory.chmod(0o700)
+    text = json.dumps(attrs.asdict(record), indent=2) + "\n"
+    jsonio.write_atomically(path, text, mode=0o600)
+    return record
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the warm kodelet's log has the calls that matter
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        given = self.headers.get("Authorization", "")
+        if self.path != PATH or not hmac.compare_digest(given, self.server.token):
+            self._send(403, b'{"error": "not kodelet\'s caller"}')
+            return
+        try:
+            size = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            size = -1
+        from .client import INPUT_CAP
+
+        if not 0 <= size <= INPUT_CAP:
+            self._send(413, b'{"error": "bad Content-Length"}')
+            return
+        raw = self.rfile.read(size)
+        out, code = self.server.answer(raw)
+        # A failure of kodelet itself is a non-2xx: with onFailure "block" Claude Code
+        # blocks the call, as it does when the command transport exits non-zero.
+        self._send(200 if code == 0 else 500, out.encode())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    token: str
+    answer: Any
+
+
+def bind(record: Record, answer: Any) -> tuple[_Server, threading.Thread]:
+    """Listen on the record's port; ``answer(raw) -> (stdout, code)`` answers each call."""
+    httpd = _Server((HOST, record.port), _Handler)
+    httpd.token = record.header()
+    httpd.answer = answer
+    thread = threading.Thread(target=httpd.serve_forever, name="kodelet-http", daemon=True)
+    thread.start()
+    return httpd, thread
