@@ -75,10 +75,17 @@ def test_schemas_reject_what_the_converter_rejects() -> None:
     with pytest.raises(WireError):
         payload_from_wire(Event.AFTER_TOOL_CALL, bad_payload)
     assert not Draft202012Validator(payload_schema(Event.AFTER_TOOL_CALL)).is_valid(bad_payload)
-    for bad in ({"blocked": "yes"}, {"input": []}, {"reason": 3}):
+    for bad in ({"blocked": "yes"}, {"ask": "yes"}, {"input": []}, {"reason": 3}):
         with pytest.raises(WireError):
             result_from_wire(Event.BEFORE_TOOL_CALL, bad)
         assert not Draft202012Validator(result_schema(Event.BEFORE_TOOL_CALL)).is_valid(bad)
+
+
+def test_an_ask_is_in_the_result_schema_and_round_trips() -> None:
+    ask = {"ask": True, "reason": "git push publishes the branch"}
+    Draft202012Validator(result_schema(Event.BEFORE_TOOL_CALL)).validate(ask)
+    result = result_from_wire(Event.BEFORE_TOOL_CALL, ask)
+    assert result_to_wire(Event.BEFORE_TOOL_CALL, result) == {"blocked": False, **ask}
 
 
 # -- schema and converter agree on documents near the examples ----------------------

@@ -16,10 +16,12 @@ from kodelet import (
     BeforeToolCallResult,
     Event,
     Runtime,
+    Session,
     hookimpl,
 )
 from kodelet.adapters.executable import HookFailure
 from kodelet.testing import (
+    Approvals,
     RuntimeFactory,
     after_tool_call_payload,
     after_turn_payload,
@@ -27,6 +29,7 @@ from kodelet.testing import (
     before_tool_call_payload,
     make_payload,
     run_executable_hook,
+    unblocked_shells,
     user_message_send_payload,
     write_hook,
 )
@@ -164,6 +167,27 @@ def test_runs_an_executable_through_the_real_adapter(tmp_path):
     result = run_executable_hook(hook, before_tool_call_payload(tool_input={"command": "danger"}))
     assert result == BeforeToolCallResult(blocked=True, reason="no danger")
     assert run_executable_hook(hook, before_tool_call_payload()) is None
+
+
+ASKER = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) if grep -q 'rm '; then echo '{"ask": true, "reason": "deletes files"}'; fi ;;
+esac
+"""
+
+
+def test_an_executables_ask_and_the_approvals_stand_in(tmp_path, kodelet_runtime):
+    hook = write_hook(tmp_path, "asker", ASKER)
+    asked = run_executable_hook(hook, tool_input={"command": "rm -rf build"})
+    assert asked == BeforeToolCallResult(ask=True, reason="deletes files")
+    project = tmp_path / "project"
+    write_hook(project / ".kodelet" / "hooks", "asker", ASKER)
+    runtime = kodelet_runtime(cwd=project, executables=True)
+    assert unblocked_shells(runtime, "rm -rf build", ["bash"]) == []
+    approvals = Approvals(False)
+    result = Session(runtime, approver=approvals).before_tool_call("bash", {"command": "rm x"})
+    assert result.blocked and [r.reason for r in approvals.requests] == ["deletes files"]
 
 
 def test_builds_the_payload_from_fields_for_the_declared_event(tmp_path):
