@@ -17,7 +17,7 @@ from kodelet.payloads import AgentStopPayload, BeforeToolCallPayload, Message
 from kodelet.runtime import Runtime
 from kodelet.wire import payload_to_wire
 
-from tests.test_repos import run_kodelet
+from tests.test_repos import git, run_kodelet
 
 
 def settings(project: Path, hooks: dict[str, Any], name: str = "settings.json") -> Path:
@@ -294,3 +294,50 @@ def test_continue_false_beside_a_stop_block_stops(project: Path) -> None:
     answer = {"continue": False, "decision": "block", "reason": "more"}
     settings(project, {"Stop": [entry(echo(answer))]})
     assert not dispatch(project, stop_payload(project)).follow_up_messages
+
+
+# --- plugins add: a Claude-layout plugin's scripts are run by its hooks.json only -------
+
+
+@pytest.mark.parametrize("with_hooks_json", [True, False], ids=["hooks.json", "plugin.json"])
+def test_discovery_never_asks_a_claude_plugins_scripts_hook(
+    project: Path, tmp_path: Path, with_hooks_json: bool
+) -> None:
+    asked = tmp_path / "asked"
+    src = tmp_path / "git" / "acme" / "guards"
+    hooks = src / "hooks"
+    hooks.mkdir(parents=True)
+    for name in ("guard.sh", "helper.sh"):
+        (hooks / name).write_text(
+            f'#!/bin/sh\nif [ "$1" = hook ]; then echo {name} >> {asked}; echo before_tool_call; '
+            'exit 0; fi\necho "plugin guard" >&2\nexit 2\n'
+        )
+        (hooks / name).chmod(0o755)
+    (src / ".claude-plugin").mkdir()
+    (src / ".claude-plugin" / "plugin.json").write_text('{"name": "guards"}')
+    if with_hooks_json:
+        guard = entry('"${CLAUDE_PLUGIN_ROOT}/hooks/guard.sh"', "Bash")
+        (hooks / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [guard]}}))
+    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "x")):
+        git(src, *args)
+    env = {"KODELET_PLUGIN_GIT_BASE": f"file://{tmp_path / 'git'}"}
+    added = run_kodelet("plugins", "add", "acme/guards", cwd=project, env=env)
+    assert added.returncode == 0, added.stderr
+    listed = run_kodelet("--cwd", str(project), "hooks", "list", "--json")
+    names = [r["name"] for r in json.loads(listed.stdout)]
+    assert not any(n.startswith("acme/guards/") for n in names), names
+    ran = run_kodelet(
+        "--cwd",
+        str(project),
+        "hooks",
+        "run",
+        "before_tool_call",
+        "-p",
+        "-",
+        stdin=json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}),
+    )
+    expected = (
+        {"blocked": True, "reason": "plugin guard"} if with_hooks_json else {"blocked": False}
+    )
+    assert json.loads(ran.stdout) == expected, ran.stderr
+    assert not asked.exists(), f"discovery asked {asked.read_text().split()} `hook`"

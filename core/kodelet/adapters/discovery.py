@@ -24,7 +24,7 @@ import attrs
 from ..config import Config
 from ..events import Event, parse_event
 from ..kinds import Location, Protocol, Status
-from ..places import DISABLE_SUFFIX, Places, hooks_dir, installed_plugins
+from ..places import DISABLE_SUFFIX, Places, claude_layout, hooks_dir, installed_plugins
 from ..process import Job, ProcessResult, SpawnError, run_batch, run_process
 
 log = logging.getLogger("kodelet.discovery")
@@ -262,11 +262,15 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             why = f"hooks directory unreadable: {exc.strerror or exc}"
             skipped.append(DiscoveredHook.not_run(whole, why))
             continue
-        if plugin and any(e.name == CLAUDE_PLUGIN_HOOKS for e in entries):
-            # Claude Code's plugin layout: hooks.json says what runs, and the files
-            # beside it are the scripts it names, not kodelet executables. Asking them
-            # `hook` would run each one at every start (the Claude Code adapter runs
-            # them when their hooks.json entry matches).
+        if plugin and (
+            any(e.name == CLAUDE_PLUGIN_HOOKS for e in entries)
+            or (plugin_root is not None and claude_layout(plugin_root))
+        ):
+            # Claude Code's plugin layout (hooks/hooks.json or .claude-plugin/plugin.json):
+            # hooks.json says what runs, and the files beside it are the scripts it
+            # names, not kodelet executables. Asking them `hook` would run each one at
+            # every start (the Claude Code adapter runs them when their hooks.json
+            # entry matches).
             continue
         prefix = f"{plugin}/" if plugin else ""
         for listed in entries:
