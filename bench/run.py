@@ -29,6 +29,7 @@ from kodelet.places import Places
 from kodelet.testing import executables as runners_of
 from kodelet.testing import per_call_runtime
 from kodelet.wire import payload_to_wire
+from warm import warm
 
 PY = sys.executable
 BASH_HOOK = """#!/bin/bash
@@ -630,6 +631,7 @@ def main() -> None:
             ("persistent hooks", lambda: persistent(root, scale)),
             ("start-up", lambda: startup(root, scale)),
             ("corpus replay", lambda: corpus(root, scale)),
+            ("warm kodelet", lambda: warm(root, scale)),
         ):
             if args.only and name != args.only:
                 continue
