@@ -104,8 +104,11 @@ def test_the_key_the_tool_reads_wins_over_a_stray() -> None:
     assert (name, data) == ("Write", {"file_path": "a", "content": "real"})
 
 
-def test_replay_imports_the_same_table() -> None:
-    assert replay_claude.TOOL_NAMES is TOOL_NAMES
+def test_replay_imports_through_the_same_translator() -> None:
+    from kodelet.claude import mapping
+
+    assert replay_claude.to_kodelet_tool is mapping.to_kodelet_tool
+    assert replay_claude.to_kodelet_output is mapping.to_kodelet_output
     assert TOOL_NAMES["Bash"] == "bash"
 
 
