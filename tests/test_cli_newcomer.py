@@ -1,7 +1,8 @@
 """What a newcomer and their team still trip on, driven through the CLI in real
 subprocesses: hooks shared in ``.kodelet/hooks`` that must run on a teammate's machine,
 answers that only add context, misspelt plugin functions, fields an event does not
-have, reports cut to 80 columns, and the help and docs a user reads first."""
+have, reports cut to 80 columns, what ``claude uninstall`` leaves behind and the Agent
+SDK example's silent ``{}``."""
 
 from __future__ import annotations
 
@@ -356,8 +357,9 @@ def test_claude_uninstall_of_an_empty_file_leaves_nothing(project: Path, before:
 
 
 def test_claude_uninstall_keeps_a_backup_that_holds_more(project: Path) -> None:
-    """A ``.bak`` the settings no longer hold (the user's own, or their file before an
-    edit they made since) is never removed."""
+    """A ``.bak`` holding settings the file does not (the user's own) stays. After an
+    edit made since install, uninstall keeps the edit, and the file it changed as
+    ``.bak``, as for a file install did not write."""
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     backup = settings.with_name("settings.json.bak")
