@@ -80,6 +80,7 @@ class Case:
 
 
 CONTINUE_FALSE_ON_A_TOOL = "`continue: false` on PreToolUse or PostToolUse"
+NO_COUNTERPART = "The nine events kodelet has no counterpart for"
 
 CASES = [
     Case("exit 2 blocks", "PreToolUse", entry("PreToolUse", "echo no >&2; exit 2", "Bash")),
@@ -178,6 +179,19 @@ CASES = [
         STOP,
     ),
     Case(
+        "continue false on a prompt",
+        "UserPromptSubmit",
+        entry("UserPromptSubmit", echo({"continue": False, "stopReason": REASON})),
+        STOP,
+    ),
+    Case(
+        "CLAUDE_ENV_FILE of a session start",
+        "SessionStart",
+        entry("SessionStart", 'echo "export FROM_HOOK=$$" >> "$CLAUDE_ENV_FILE"'),
+        [[tool("Bash", command='echo "$FROM_HOOK" > env', description="x")], [text("done")]],
+        differences={("adapter", "env"): NO_COUNTERPART},
+    ),
+    Case(
         "prompt blocked by exit 2",
         "UserPromptSubmit",
         entry("UserPromptSubmit", "echo no >&2; exit 2"),
@@ -197,6 +211,9 @@ def binary_effect(case: Case, run: Run, project: Path) -> Effect:
     requests = run.api.main_requests()
     if case.event == "UserPromptSubmit":
         return {"blocked": not requests}
+    if case.event == "SessionStart":
+        env = project / "env"
+        return {"env": env.is_file() and env.read_text().strip().isdigit()}
     if case.event == "Stop":
         said = json.dumps(requests[1:], ensure_ascii=False)
         return {"continued": len(requests) > 1, "feedback": _seen(said)}
@@ -207,9 +224,12 @@ def binary_effect(case: Case, run: Run, project: Path) -> Effect:
     return effect
 
 
-def doc_effect(case: Case, doc: dict[str, Any]) -> Effect:
-    """What Claude Code does with the merged answer ``kodelet claude run`` printed."""
+def doc_effect(case: Case, doc: dict[str, Any], stderr: str) -> Effect:
+    """What Claude Code does with the merged answer ``kodelet claude run`` printed (and,
+    for a session start, the environment it says the hook wrote)."""
     specific = doc.get("hookSpecificOutput") or {}
+    if case.event == "SessionStart":
+        return {"env": "CLAUDE_ENV_FILE: export FROM_HOOK=" in stderr}
     if case.event == "UserPromptSubmit":
         return {"blocked": doc.get("decision") == "block" or doc.get("continue") is False}
     if case.event == "Stop":
@@ -230,6 +250,8 @@ def doc_effect(case: Case, doc: dict[str, Any]) -> Effect:
 def adapter_effect(case: Case, result: Any) -> Effect:
     """What a kodelet host does with the adapter's result (kodelet has no "end the
     session" answer: ``ended`` is always False)."""
+    if result is None:  # an event kodelet has no counterpart for: nothing ran
+        return {"env": False}
     if case.event == "UserPromptSubmit":
         return {"blocked": bool(result.blocked)}
     if case.event == "Stop":
@@ -297,12 +319,13 @@ def test_kodelet_decides_as_the_real_claude_code(
     given = tmp_path / "input.json"
     given.write_text(json.dumps(captured))
     printed = kodelet(venv_bin, "claude", "run", case.event, "-p", str(given), cwd=project)
-    runner = doc_effect(case, json.loads(printed.stdout))
+    runner = doc_effect(case, json.loads(printed.stdout), printed.stderr)
 
     payload = kodelet_payload(input_from_wire(HookEvent(case.event), captured))
     rt = load_runtime(cwd=project, entry_points=False)
     try:
-        adapter = adapter_effect(case, rt.dispatch(payload).result)
+        result = None if payload is None else rt.dispatch(payload).result
+        adapter = adapter_effect(case, result)
     finally:
         rt.close()
 
