@@ -12,6 +12,7 @@ first, then their late results are waited for and reported.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections import defaultdict
@@ -40,8 +41,12 @@ def _say(results: Iterable[HookResult]) -> None:
         name = f"{r.hook} (async)" if r.late else r.hook
         if r.outcome in (Outcome.ERROR, Outcome.TIMEOUT, Outcome.CANCELLED):
             typer.echo(f"kodelet: hook {name} failed: {printable(r.error or r.outcome)}", err=True)
-        elif r.late and r.output:
-            typer.echo(f"kodelet: hook {name} answered late: {printable(str(r.output))}", err=True)
+        elif r.late and (r.output or r.blocking):
+            late = json.dumps(r.output, ensure_ascii=False) if r.output else r.message or ""
+            typer.echo(
+                f"kodelet: hook {name} answered late ({r.outcome.value}): {printable(late)}",
+                err=True,
+            )
         if r.ignored:
             keys = ", ".join(r.ignored)
             typer.echo(f"kodelet: hook {name}: Claude Code ignores {printable(keys)}", err=True)
