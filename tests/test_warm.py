@@ -240,9 +240,8 @@ def test_two_clients_racing_start_one_warm_kodelet(guarded: Path) -> None:
     time.sleep(2)  # the losers of the race have had time to give up
     assert len(warm()) == 1
     pids = subprocess.run(["pgrep", "-f", "kodelet.warm.server"], capture_output=True, text=True)
-    mine = [
-        p for p in pids.stdout.split() if str(guarded) in Path(f"/proc/{p}/cmdline").read_text()
-    ]
+    cmdlines = [Path(f"/proc/{pid}/cmdline").read_text() for pid in pids.stdout.split()]
+    assert len([c for c in cmdlines if str(guarded) in c]) == 1
 
 
 class Impostor(threading.Thread):
@@ -387,3 +386,46 @@ def test_a_call_for_another_project_is_answered_by_its_own_client(
     # The input's cwd is another project than the one the client found: refused, and
     # the client answers as kodelet does in-process (the input's project).
     assert decision(proc) == "other guard"
+
+
+HOOKS_RUN = [sys.executable, "-m", "kodelet", "hooks", "run", "before_tool_call"]
+
+
+def test_hooks_run_daemon_gives_the_in_process_result_and_trace(guarded: Path) -> None:
+    payload = json.dumps({"tool_name": "bash", "tool_input": {"command": "rm -rf /"}})
+
+    def hooks_run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kodelet",
+                "hooks",
+                "run",
+                "before_tool_call",
+                "-p",
+                "-",
+                "--trace",
+                *extra,
+            ],
+            input=payload,
+            capture_output=True,
+            text=True,
+            cwd=guarded,
+            env=warm_env(),
+            timeout=120,
+        )
+
+    here, there = hooks_run(), hooks_run("--daemon", "--exit-code")
+    assert there.stdout == here.stdout == '{"blocked": true, "reason": "no rm"}\n'
+    assert there.returncode == 2
+
+    def names(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
+        recs = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+        return [(r["name"], r["outcome"]) for r in recs]
+
+    assert names(there) == names(here) == [("guard", "blocked")]
+    assert control.ask(warm()[0]["socket"], "status")["calls"] == 1
+    refused = hooks_run("--daemon", "--timeout", "3")
+    assert refused.returncode == 2
+    assert "--timeout cannot be used with --daemon" in refused.stderr

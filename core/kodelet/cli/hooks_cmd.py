@@ -177,6 +177,11 @@ def run(
         help="Claude Code transcript (.jsonl) Claude Code hooks get as transcript_path "
         "(default: one written from the payload's messages).",
     ),
+    daemon: bool = typer.Option(
+        False,
+        "--daemon",
+        help="Dispatch through the project's warm kodelet (started if none runs).",
+    ),
 ) -> None:
     """Dispatch one event through every enabled hook and print the merged result as JSON.
 
@@ -202,6 +207,9 @@ def run(
     if transcript is not None and not transcript.is_file():
         fail(f"--transcript {transcript}: not a file", 2)
     path = str(transcript.absolute()) if transcript else _payload_transcript(ctx, model)
+    if daemon:
+        _run_warm(ctx, ev, model, path, trace=trace, exit_code=exit_code, timeout=timeout)
+        return
     rt = make_runtime(ctx, timeout=timeout, warn_skipped=True, transcript_path=path)
     try:
         result = rt.dispatch(model)
@@ -215,6 +223,41 @@ def run(
         sys.stderr.flush()
     print_json(result_to_wire(ev, result.result), one_line=True)
     if exit_code and getattr(result.result, "blocked", False):
+        raise typer.Exit(BLOCKED_EXIT)
+
+
+def _run_warm(
+    ctx: typer.Context,
+    ev: Event,
+    model: Any,
+    transcript: str,
+    *,
+    trace: bool,
+    exit_code: bool,
+    timeout: float | None,
+) -> None:
+    """``hooks run --daemon``: the same dispatch, answered by the warm kodelet."""
+    from ..warm import client, control
+    from ..wire import payload_to_wire
+
+    if timeout is not None:
+        fail("--timeout cannot be used with --daemon (the warm kodelet's hooks keep theirs)", 2)
+    if state(ctx).no_hooks:
+        fail("--no-hooks cannot be used with --daemon", 2)
+    project = state(ctx).cwd
+    body = json.dumps(payload_to_wire(model), ensure_ascii=False).encode()
+    try:
+        code, out, err = control.dispatch(project, ev.value, body, transcript)
+    except client.Unavailable as exc:
+        fail(f"no warm kodelet for {project}: {exc}", 1)
+    if out is None:
+        fail(err or "the warm kodelet gave no answer", code or 1)
+    if trace:
+        for rec in out["trace"]:
+            sys.stderr.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        sys.stderr.flush()
+    print_json(out["result"], one_line=True)
+    if exit_code and out["result"].get("blocked"):
         raise typer.Exit(BLOCKED_EXIT)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import client
 
-__all__ = ["ask", "running", "start", "stop", "stop_all"]
+__all__ = ["ask", "dispatch", "running", "start", "stop", "stop_all"]
 
 
 def _gone(pid: int) -> bool:
@@ -102,3 +102,22 @@ def start(
                     start=False,
                 ) from None
             time.sleep(0.05)
+
+
+def dispatch(
+    project: Path,
+    event: str,
+    payload: bytes,
+    transcript: str = "",
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, dict[str, Any] | None, str]:
+    """One kodelet payload dispatched by the project's warm kodelet (started if need be):
+    (code, {"result", "trace"} or None, error text)."""
+    env = dict(os.environ if env is None else env)
+    info = start(project, env)
+    status, code, out, err = client.call(
+        info["socket"], client.request("dispatch", [event, transcript], payload, env)
+    )
+    if status != "ok":
+        raise client.Unavailable(status, start=False)
+    return code, (json.loads(out) if out else None), err.decode("utf-8", "replace")

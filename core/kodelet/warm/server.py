@@ -119,7 +119,12 @@ class Server:
         """The runtime for one call (a :data:`~kodelet.bridges.claude_code.RuntimeSource`)."""
         if Path(call.project) != self.project:
             raise Misrouted(str(call.project))
-        transcript = call.hook_input.transcript_path
+        with self.runtime(call.hook_input.transcript_path, no_hooks) as runtime:
+            yield runtime
+
+    @contextlib.contextmanager
+    def runtime(self, transcript: str, no_hooks: bool | None) -> Iterator[Any]:
+        """The kept runtime whose Claude hooks see ``transcript``, held while inside."""
         slot = f"{bool(no_hooks)}\0{transcript}"
         with self._lock:
             lent = self._runtimes.get(slot)
@@ -194,6 +199,8 @@ class Server:
         if op == "stop":
             self._stop.set()
             return client.reply("ok", 0, b"", b"")
+        if op == "dispatch":
+            return self._dispatch(args, rest)
         if op != "claude-hook":
             return client.reply(f"refused: unknown op {op!r}", 2, b"", b"")
         return self._claude_hook(args, rest, cwd, pinned)
@@ -213,6 +220,35 @@ class Server:
         except Misrouted as exc:
             return client.reply(f"refused: the call is for project {exc}", 2, b"", b"")
         return client.reply("ok", code, out.encode(), err.encode())
+
+    def _dispatch(self, args: list[str], raw: bytes) -> bytes:
+        """``kodelet hooks run --daemon``: one kodelet payload (wire JSON) through the kept
+        runtime; the merged result and the trace as JSON."""
+        from ..events import parse_event
+        from ..wire import payload_from_wire, result_to_wire
+
+        event, transcript = parse_event(args[0]), args[1] if len(args) > 1 else ""
+        with self._lock:
+            self.active += 1
+            self.last_call = time.monotonic()
+        try:
+            self._check()
+            payload = payload_from_wire(event, json.loads(raw), strict=True)
+            with self.runtime(transcript, None) as runtime:
+                done = runtime.dispatch(payload)
+            with self._lock:
+                self.calls += 1
+            out = {
+                "result": result_to_wire(event, done.result),
+                "trace": [rec.to_json() for rec in done.trace],
+            }
+            return client.reply("ok", 0, json.dumps(out, ensure_ascii=False).encode(), b"")
+        except (ValueError, LookupError) as exc:
+            return client.reply("ok", 2, b"", f"invalid payload: {exc}".encode())
+        finally:
+            with self._lock:
+                self.active -= 1
+                self.last_call = time.monotonic()
 
     def answer(self, raw: bytes, args: list[str], env: dict[str, str]) -> tuple[str, int, str]:
         """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the

@@ -1,0 +1,54 @@
+"""10,000 calls to one warm kodelet: no growth in its fds, threads or memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from kodelet.warm import client, control
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_warm import pre_tool, warm_env, write_guard
+
+pytestmark = pytest.mark.soak
+
+CALLS = int(os.environ.get("KODELET_WARM_SOAK_CALLS", "10000"))
+
+
+def usage(pid: int) -> tuple[int, int, int]:
+    """(open fds, threads, resident KiB) of a process."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return fds, int(fields["Threads"]), int(fields["VmRSS"].split()[0])
+
+
+def test_ten_thousand_calls_leave_no_growth(project: Path) -> None:
+    (project / ".git").mkdir()
+    write_guard(project)
+    env = warm_env(CLAUDE_PROJECT_DIR=str(project))
+    info = control.start(project, env)
+    path = info["socket"]
+    blocked = client.request("claude-hook", [], json.dumps(pre_tool(project)).encode(), env)
+    allowed = client.request("claude-hook", [], json.dumps(pre_tool(project, "ls")).encode(), env)
+
+    def call(i: int) -> None:
+        status, code, out, _ = client.call(path, blocked if i % 2 else allowed)
+        assert (status, code) == ("ok", 0)
+        assert (b"no rm" in out) == bool(i % 2)
+
+    warmup = max(1, CALLS // 10)
+    for i in range(warmup):
+        call(i)
+    before = usage(info["pid"])
+    for i in range(CALLS - warmup):
+        call(i)
+    after = usage(info["pid"])
+    assert control.ask(path, "status")["calls"] == CALLS
+    assert after[0] <= before[0], (before, after)
+    assert after[1] <= before[1], (before, after)
+    assert after[2] <= before[2] * 1.10 + 2048, (before, after)
