@@ -260,7 +260,7 @@ def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
     import json
     import time
 
-    sys.stdin.buffer.read(INPUT_CAP + 1)
+    raw = sys.stdin.buffer.read(INPUT_CAP + 1)
     project = find_project(os.getcwd(), env)
     problem = ""
     try:
@@ -295,7 +295,53 @@ def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
         "--transport http) goes back to the command transport."
     )
     sys.stdout.write(json.dumps({"continue": False, "stopReason": reason}) + "\n")
-    return 0
+    sys.stdout.flush()
+    sys.stderr.write(reason + "\n")
+    tell_user(reason, os.path.join(runtime_dir(env), key(project, env) + ".log"))
+    try:
+        started_by_claude = json.loads(raw).get("hook_event_name") == "SessionStart"
+    except (ValueError, AttributeError):
+        started_by_claude = False
+    if started_by_claude:
+        stop_host()
+    return 2
+
+
+def tell_user(text: str, log: str) -> None:
+    """Claude Code shows nothing of a stopped session's hooks: the terminal, if there is
+    one, and the warm kodelet's log get the reason."""
+    for path, flags in (("/dev/tty", os.O_WRONLY), (log, os.O_WRONLY | os.O_APPEND)):
+        try:
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError:
+            continue
+        try:
+            os.write(fd, f"kodelet: {text}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+
+
+def stop_host() -> None:
+    """End the Claude Code process running this hook. Claude Code 2.1.328 ignores
+    ``continue: false`` from SessionStart, and a session whose HTTP hooks another
+    process may answer must not go on. Only an ancestor named ``claude`` (past the
+    shells between) is stopped, never a terminal or anything else."""
+    import signal
+
+    pid = os.getppid()
+    for _ in range(4):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                fields = f.read()
+        except OSError:
+            return
+        name = fields[fields.index("(") + 1 : fields.rindex(")")]
+        if name == "claude":
+            os.kill(pid, signal.SIGTERM)
+            return
+        if name not in ("sh", "dash", "bash", "zsh"):
+            return
+        pid = int(fields[fields.rindex(")") + 2 :].split()[1])
 
 
 def main(argv: list[str]) -> int:

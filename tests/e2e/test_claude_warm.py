@@ -1,0 +1,130 @@
+"""The warm kodelet inside the real Claude Code: the lean client and the HTTP transport
+guard as the in-process bridge does, and a port held by someone else stops the session
+instead of letting calls through."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.warm import control
+
+from tests.e2e.claude_code import Run, run_claude
+from tests.e2e.conftest import kodelet
+from tests.e2e.messages_api import text, tool
+from tests.e2e.test_claude_code import DANGER_HOOK
+
+TOUCH = "touch marker-{n}  # danger"
+
+
+def session(claude_bin: Path, project: Path, home: Path, venv_bin: Path, calls: int) -> Run:
+    turns = [[tool("Bash", command=TOUCH.format(n=n))] for n in range(calls)]
+    return run_claude(
+        claude_bin, project, home, [*turns, [text("done")]], path_prefix=[str(venv_bin)]
+    )
+
+
+@pytest.fixture
+def guarded(cc_project: Path) -> Path:
+    hook = cc_project / ".kodelet" / "hooks" / "danger"
+    hook.write_text(DANGER_HOOK)
+    hook.chmod(0o755)
+    return cc_project
+
+
+def port_of(url: str) -> int:
+    return int(url.split(":")[2].split("/")[0])
+
+
+def settings(project: Path) -> dict[str, Any]:
+    return json.loads((project / ".claude" / "settings.local.json").read_text())  # type: ignore[no-any-return]
+
+
+def test_the_lean_client_blocks_through_the_warm_kodelet(
+    claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path
+) -> None:
+    kodelet(venv_bin, "claude", "install", "--scope", "local", cwd=guarded)
+    command = settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert " -I -S " in command and command.endswith("kodelet/warm/client.py claude hook")
+    run = session(claude_bin, guarded, isolated_home, venv_bin, 3)
+    assert not list(guarded.glob("marker-*"))
+    assert [r.get("is_error") for r in run.tool_results()] == [True] * 3
+    assert "no danger here" in run.tool_result_text(2)
+    warm = [i for i in control.running() if i.get("project") == str(guarded)]
+    assert len(warm) == 1 and warm[0]["calls"] >= 2  # the first call started it
+
+
+def test_the_http_transport_blocks_with_no_process_per_call(
+    claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path
+) -> None:
+    kodelet(venv_bin, "claude", "install", "--scope", "local", "--transport", "http", cwd=guarded)
+    path = guarded / ".claude" / "settings.local.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    entry = settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert entry["type"] == "http" and entry["onFailure"] == "block"
+    status = json.loads(kodelet(venv_bin, "claude", "status", "--json", cwd=guarded).stdout)
+    local = next(s for s in status["scopes"] if s["scope"] == "local")
+    assert local["transport"] == "http" and local["urls"] == [entry["url"]]
+    run = session(claude_bin, guarded, isolated_home, venv_bin, 2)
+    assert not list(guarded.glob("marker-*"))
+    assert "no danger here" in run.tool_result_text(1)
+    warm = [i for i in control.running() if i.get("project") == str(guarded)]
+    assert warm[0]["http"] == entry["url"]
+    assert warm[0]["calls"] >= 4  # PreToolUse and PostToolUseFailure per call, prompt, stop
+
+
+class Allow(BaseHTTPRequestHandler):
+    """Someone else's server on the warm kodelet's port: "go ahead" to everything."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.calls += 1  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_port_held_by_another_process_stops_the_session(
+    claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path
+) -> None:
+    kodelet(venv_bin, "claude", "install", "--scope", "local", "--transport", "http", cwd=guarded)
+    port = port_of(settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]["url"])
+    squatter = HTTPServer(("127.0.0.1", port), Allow)
+    squatter.calls = 0  # type: ignore[attr-defined]
+    threading.Thread(target=squatter.serve_forever, daemon=True).start()
+    try:
+        run = session(claude_bin, guarded, isolated_home, venv_bin, 2)
+    finally:
+        squatter.shutdown()
+        squatter.server_close()
+    assert not list(guarded.glob("marker-*")), "a tool ran while another process held the port"
+    assert run.tool_results() == []
+    assert run.returncode != 0
+    assert squatter.calls == 0  # type: ignore[attr-defined]
+    (log,) = Path(os.environ["KODELET_DAEMON_DIR"]).glob("*.log")
+    assert "cannot answer Claude Code's hooks over HTTP" in log.read_text()
+
+
+def test_an_unreachable_warm_kodelet_blocks(
+    claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path
+) -> None:
+    kodelet(venv_bin, "claude", "install", "--scope", "local", "--transport", "http", cwd=guarded)
+    hooks = settings(guarded)["hooks"]
+    del hooks["SessionStart"]  # nothing starts the warm kodelet: the URL does not answer
+    (guarded / ".claude" / "settings.local.json").write_text(json.dumps({"hooks": hooks}))
+    with socket.socket() as probe:
+        url = hooks["PreToolUse"][0]["hooks"][0]["url"]
+        assert probe.connect_ex(("127.0.0.1", port_of(url))) != 0
+    run = session(claude_bin, guarded, isolated_home, venv_bin, 1)
+    assert not list(guarded.glob("marker-*"))
+    assert run.tool_results() == [] or run.tool_results()[0].get("is_error")

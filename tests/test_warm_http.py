@@ -1,0 +1,139 @@
+"""The warm kodelet over loopback HTTP: only the secret's holder gets an answer, and
+install keeps the secret where only its user can read it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.claude.installed import is_own
+from kodelet.places import Places
+from kodelet.warm import control
+from kodelet.warm import http as warm_http
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_warm import pre_tool, warm_env, write_guard
+
+
+def kodelet(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kodelet", *args],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=warm_env(),
+        timeout=120,
+    )
+
+
+def post(record: warm_http.Record, body: bytes, auth: str | None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", record.port, timeout=60)
+    headers = {"Content-Type": "application/json"}
+    if auth is not None:
+        headers["Authorization"] = auth
+    conn.request("POST", warm_http.PATH, body=body, headers=headers)
+    response = conn.getresponse()
+    out = (response.status, response.read())
+    conn.close()
+    return out
+
+
+@pytest.fixture
+def installed(project: Path) -> tuple[Path, warm_http.Record]:
+    (project / ".git").mkdir()
+    write_guard(project)
+    done = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
+    assert done.returncode == 0, done.stderr
+    record = warm_http.load(Places.resolve(project, None, warm_env()))
+    assert record is not None
+    return project, record
+
+
+def settings(project: Path) -> dict[str, Any]:
+    return json.loads((project / ".claude" / "settings.local.json").read_text())  # type: ignore[no-any-return]
+
+
+def test_a_caller_without_the_secret_is_refused(installed: tuple[Path, warm_http.Record]) -> None:
+    project, record = installed
+    info = control.start(project, warm_env(CLAUDE_PROJECT_DIR=str(project)))
+    assert info["http"] == record.url
+    body = json.dumps(pre_tool(project)).encode()
+    for auth in (None, "Bearer wrong", record.header() + "x", record.secret):
+        status, out = post(record, body, auth)
+        assert status == 403 and b"no rm" not in out
+    status, out = post(record, body, record.header())
+    assert status == 200
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_kodelets_own_failure_is_a_non_2xx_so_on_failure_blocks(
+    installed: tuple[Path, warm_http.Record],
+) -> None:
+    project, record = installed
+    control.start(project, warm_env(CLAUDE_PROJECT_DIR=str(project)))
+    status, out = post(record, b"{not json", record.header())
+    # A failure with no event known: the bridge's exit 2, here a 500 (onFailure blocks).
+    assert status == 500
+    (project / ".kodelet" / "config.toml").write_text('[hooks]\nfail_closed = "true"\n')
+    status, out = post(record, json.dumps(pre_tool(project, "ls")).encode(), record.header())
+    assert status == 200
+    answer = json.loads(out)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny" and "config" in answer["permissionDecisionReason"]
+
+
+def test_install_keeps_the_secret_private(installed: tuple[Path, warm_http.Record]) -> None:
+    project, record = installed
+    path = project / ".claude" / "settings.local.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    places = Places.resolve(project, None, warm_env())
+    kept = warm_http.record_path(places)
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    hooks = settings(project)["hooks"]
+    entry = hooks["PreToolUse"][0]["hooks"][0]
+    assert entry == {
+        "type": "http",
+        "url": record.url,
+        "headers": {"Authorization": record.header()},
+        "onFailure": "block",
+    }
+    assert hooks["SessionStart"][0]["hooks"][0]["command"].endswith("claude ensure")
+    assert all(is_own(h) for groups in hooks.values() for g in groups for h in g["hooks"])
+    again = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
+    assert again.returncode == 0
+    assert settings(project)["hooks"]["PreToolUse"][0]["hooks"][0]["url"] == record.url
+
+
+def test_a_record_another_user_could_write_is_ignored(
+    installed: tuple[Path, warm_http.Record],
+) -> None:
+    project, _ = installed
+    places = Places.resolve(project, None, warm_env())
+    os.chmod(warm_http.record_path(places), 0o644)
+    assert warm_http.load(places) is None
+
+
+def test_the_shared_project_file_never_gets_a_secret(project: Path) -> None:
+    done = kodelet(project, "claude", "install", "--transport", "http")
+    assert done.returncode == 2
+    assert "--scope local or --scope user" in done.stderr
+    assert not (project / ".claude" / "settings.json").exists()
+
+
+def test_status_names_the_transport_and_uninstall_removes_every_entry(
+    installed: tuple[Path, warm_http.Record],
+) -> None:
+    project, record = installed
+    status = json.loads(kodelet(project, "claude", "status", "--json").stdout)
+    local = next(s for s in status["scopes"] if s["scope"] == "local")
+    assert (local["transport"], local["urls"]) == ("http", [record.url])
+    assert "transport: http" in kodelet(project, "claude", "status").stdout
+    assert kodelet(project, "claude", "uninstall", "--scope", "local").returncode == 0
+    assert not (project / ".claude" / "settings.local.json").exists()
