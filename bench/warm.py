@@ -28,7 +28,7 @@ from kodelet.warm import client, control
 from kodelet.warm import http as warm_http
 
 PY = sys.executable
-CLIENT = os.path.realpath(client.__file__)
+CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
 KIT_HOOK = f"""#!{PY}
 from kodelet import hookkit
 
@@ -245,9 +245,9 @@ def warm(root: Path, scale: float) -> list[str]:
         "## 7. Warm kodelet",
         "",
         "One Claude Code `PreToolUse` input answered by a whole client process, as Claude Code "
-        "runs it: the lean client `python -I -S client.py claude hook` (what `kodelet claude "
-        "install` writes for the local and user scopes) with the project's warm kodelet "
-        "running, against `python -c pass` of the same interpreter. The hooks' own time "
+        "runs it: the lean client `python -I -S .../kodelet/warm/hook.py claude hook` "
+        "(what `kodelet claude install` writes for the local and user scopes) with the "
+        "project's warm kodelet running, against `python -c pass` of the same interpreter. The hooks' own time "
         "(the trace's durations) is reported apart and taken out of the ratio. "
         "`kodelet claude hook` is the console script (what the shared project settings run); "
         "in-process is the same with `KODELET_DAEMON=0`, the cost before the warm kodelet.",

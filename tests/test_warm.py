@@ -20,7 +20,7 @@ import pytest
 from kodelet.places import find_project
 from kodelet.warm import client, control
 
-CLIENT = os.path.realpath(client.__file__)
+CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
 
 GUARD = """#!/bin/sh
 case "$1" in

@@ -25,7 +25,7 @@ BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit")
 """Where a failure of kodelet must not let the call through (``onFailure: "block"``)."""
 PROJECT_COMMAND = "kodelet claude hook"
 """What a shared (project) settings file gets: found on each teammate's PATH."""
-LEAN_CLIENT = "/kodelet/warm/client.py"
+LEAN_CLIENTS = ("/kodelet/warm/hook.py", "/kodelet/warm/client.py")
 """The warm kodelet's lean client, which local and user settings files run directly."""
 """What a shared (project) settings file gets: found on each teammate's PATH."""
 
@@ -41,7 +41,7 @@ def is_own_command(command: str) -> bool:
     for i, word in enumerate(words):
         program = os.path.basename(word)
         start = None
-        if program == "kodelet" or word.endswith(LEAN_CLIENT):
+        if program == "kodelet" or word.endswith(LEAN_CLIENTS):
             start = i + 1
         elif word == "-m" and i + 1 < len(words) and words[i + 1] == "kodelet":
             start = i + 2

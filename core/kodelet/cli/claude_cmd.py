@@ -57,7 +57,7 @@ def hook_command(scope: Scope = Scope.local) -> str:
         return PROJECT_COMMAND
     from ..warm import client
 
-    lean = os.path.realpath(client.__file__)
+    lean = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
     return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(lean)} claude hook"
 
 
