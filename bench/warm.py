@@ -247,8 +247,9 @@ def warm(root: Path, scale: float) -> list[str]:
         "One Claude Code `PreToolUse` input answered by a whole client process, as Claude Code "
         "runs it: the lean client `python -I -S .../kodelet/warm/hook.py claude hook` "
         "(what `kodelet claude install` writes for the local and user scopes) with the "
-        "project's warm kodelet running, against `python -c pass` of the same interpreter. The hooks' own time "
-        "(the trace's durations) is reported apart and taken out of the ratio. "
+        "project's warm kodelet running, against `python -c pass` of the same interpreter. "
+        "The hooks' own time (the trace's durations) is reported apart and taken out of "
+        "the ratio. "
         "`kodelet claude hook` is the console script (what the shared project settings run); "
         "in-process is the same with `KODELET_DAEMON=0`, the cost before the warm kodelet.",
         "",
