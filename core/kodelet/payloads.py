@@ -104,14 +104,6 @@ class AgentStopPayload(BasePayload):
     auto_compact_threshold: float | None = None
 
 
-Payload = (
-    BeforeToolCallPayload
-    | AfterToolCallPayload
-    | UserMessageSendPayload
-    | AfterTurnPayload
-    | AgentStopPayload
-)
-
 PAYLOAD_TYPES: dict[Event, type[BasePayload]] = {
     Event.BEFORE_TOOL_CALL: BeforeToolCallPayload,
     Event.AFTER_TOOL_CALL: AfterToolCallPayload,

@@ -61,14 +61,6 @@ class AgentStopResult:
     additional_context: list[str] | None = None
 
 
-Result = (
-    BeforeToolCallResult
-    | AfterToolCallResult
-    | UserMessageSendResult
-    | AfterTurnResult
-    | AgentStopResult
-)
-
 RESULT_TYPES: dict[Event, type[Any]] = {
     Event.BEFORE_TOOL_CALL: BeforeToolCallResult,
     Event.AFTER_TOOL_CALL: AfterToolCallResult,

@@ -279,7 +279,3 @@ def result_to_wire(event: Event, result: Any) -> dict[str, Any]:
         elif value not in (None, "", [], {}):
             out[key] = value
     return out
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False)

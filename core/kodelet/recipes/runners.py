@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ..errors import KodeletError
-from ..payloads import AfterToolCallPayload, Message, StructuredToolResult
+from ..payloads import Message, StructuredToolResult
 from ..wire import converter, structure
 from .loader import Recipe
 
@@ -40,16 +40,6 @@ class ToolCall:
     tool_input: dict[str, Any] = attrs.field(factory=dict)
     success: bool = True
     error: str | None = None
-
-    @classmethod
-    def from_payload(cls, payload: AfterToolCallPayload) -> ToolCall:
-        out = payload.tool_output
-        return cls(
-            tool_name=payload.tool_name,
-            tool_input=dict(payload.tool_input),
-            success=out.success,
-            error=out.error,
-        )
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> ToolCall:

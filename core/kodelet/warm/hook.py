@@ -5,6 +5,6 @@ imports the lean client (:mod:`.client`) from its compiled file and runs it."""
 import sys
 
 sys.path.insert(0, __file__.rpartition("/")[0])
-import client
+import client  # type: ignore[import-not-found]
 
 sys.exit(client.main(sys.argv[1:]))
