@@ -479,7 +479,7 @@ def test_async_dispatch_and_context_kept_when_a_later_hook_blocks(project: Path)
 
 
 def test_the_adapter_is_registered_under_its_own_name() -> None:
-    from kodelet.adapters.claude_code import NAME
+    from kodelet.adapters.claude_hooks import NAME
     from kodelet.assembly import CLAUDE_ADAPTER
 
     assert NAME == CLAUDE_ADAPTER

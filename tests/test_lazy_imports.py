@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-CLAUDE_RUNNER = ("kodelet.claude.runner", "kodelet.claude.types", "kodelet.adapters.claude_code")
+CLAUDE_RUNNER = ("kodelet.claude.runner", "kodelet.claude.types", "kodelet.adapters.claude_hooks")
 REPLAY = ("kodelet.replay.player", "kodelet.replay.corpus", "kodelet.replay.pool")
 
 
@@ -88,7 +88,7 @@ def test_a_runtime_with_a_claude_hook_imports_the_adapter(tmp_path: Path, projec
         tmp_path,
         project,
     )
-    assert "kodelet.adapters.claude_code" in loaded
+    assert "kodelet.adapters.claude_hooks" in loaded
 
 
 def test_hooks_run_imports_neither_replay_nor_the_claude_runner(

@@ -28,7 +28,7 @@ from .runtime import SLOW_AFTER, Runtime
 
 __all__ = ["hooks_die_with_host", "load_runtime"]
 
-CLAUDE_ADAPTER = "kodelet:claude"  # adapters.claude_code.NAME, without importing it
+CLAUDE_ADAPTER = "kodelet:claude"  # adapters.claude_hooks.NAME, without importing it
 
 
 def hooks_die_with_host(runtime: Runtime) -> contextlib.AbstractContextManager[None]:
@@ -97,7 +97,7 @@ def load_runtime(
         if claude == "plugins":
             specs = [s for s in specs if s.scope.startswith("plugin:")]
         if specs:
-            from .adapters.claude_code import ClaudeCodeAdapter
+            from .adapters.claude_hooks import ClaudeCodeAdapter
 
             claude_hooks = ClaudeCodeAdapter(
                 specs, config, cwd=str(places.cwd), transcript_path=transcript_path

@@ -76,7 +76,7 @@ def run(
     ``KODELET_NO_HOOKS=1`` and ``[claude] hooks = false`` run no hook, and a hook
     disabled in config.toml is not run."""
     # Imported here: the runner is not needed by any other command.
-    from ..adapters.claude_code import matcher_of
+    from ..adapters.claude_hooks import matcher_of
     from ..adapters.claude_settings import load_hooks
     from ..claude import HookMatcher, Runner, merge
     from ..claude.types import HookDataError
