@@ -609,11 +609,38 @@ def corpus(root: Path, scale: float) -> list[str]:
     ]
 
 
+CLAUDE_HEADING = "## 8. Inside the real Claude Code"
+
+
+def claude_section(output: Path, run: bool) -> list[str]:
+    """Section 8: timed now with ``--claude``, else carried over from ``output``."""
+    if run:
+        done = subprocess.run(
+            [PY, str(Path(__file__).parent / "claude_code.py")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return [CLAUDE_HEADING, "", done.stdout.strip(), ""]
+    try:
+        old = output.read_text()
+    except OSError:
+        return []
+    start = old.find(CLAUDE_HEADING)
+    return [old[start:].strip(), ""] if start >= 0 else []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", default="BENCHMARKS.md")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     parser.add_argument("--only", metavar="NAME", help="run one benchmark (e.g. 'corpus replay')")
+    parser.add_argument(
+        "--claude",
+        action="store_true",
+        help="also time the real Claude Code (bench/claude_code.py; needs the npm registry); "
+        "without it, section 8 of the output file is kept as it was",
+    )
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
     started = time.monotonic()
@@ -638,6 +665,7 @@ def main() -> None:
             t = time.monotonic()
             sections += bench()
             print(f"bench: {name}: {time.monotonic() - t:.1f}s", file=sys.stderr)
+    sections += claude_section(Path(args.output), args.claude)
     text = "\n".join(
         [
             "# Benchmarks",
