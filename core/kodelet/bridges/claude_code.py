@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 
@@ -31,6 +31,9 @@ from ..claude.events import HookEvent
 from ..claude.mapping import EVENT_MAP, claude_answer, kodelet_payload, to_kodelet_event
 from ..errors import KodeletError
 from ..events import Event
+
+if TYPE_CHECKING:
+    from ..agents import Dialect
 
 __all__ = [
     "EVENTS",
@@ -144,7 +147,8 @@ def run_hook(
 
 
 FIX = (
-    'fix it (`kodelet claude status` shows the state), or set [claude] on_failure = "allow"'
+    "fix it (`kodelet {agent} status` shows the state), or set [claude] on_failure ="
+    ' "allow"'
     " in .kodelet/config.toml to let calls through while kodelet cannot answer"
 )
 
@@ -163,11 +167,14 @@ def on_failure(data: Mapping[str, Any] | None, env: Mapping[str, str] | None = N
         return "block"
 
 
-def failure_answer(name: Any, problem: str) -> tuple[dict[str, Any] | None, int]:
+def failure_answer(
+    name: Any, problem: str, agent: str = "claude"
+) -> tuple[dict[str, Any] | None, int]:
     """(stdout document, exit code) for a call kodelet could not answer: a block on the
     events that can block, the problem shown to the user on the others."""
+    fix = FIX.format(agent=agent)
     if name == HookEvent.PRE_TOOL_USE.value:
-        reason = f"kodelet could not check this tool call, so it is blocked: {problem}; {FIX}"
+        reason = f"kodelet could not check this tool call, so it is blocked: {problem}; {fix}"
         specific = {
             "hookEventName": name,
             "permissionDecision": "deny",
@@ -175,7 +182,7 @@ def failure_answer(name: Any, problem: str) -> tuple[dict[str, Any] | None, int]
         }
         return {"hookSpecificOutput": specific}, 0
     if name == HookEvent.USER_PROMPT_SUBMIT.value:
-        reason = f"kodelet could not check this prompt, so it is blocked: {problem}; {FIX}"
+        reason = f"kodelet could not check this prompt, so it is blocked: {problem}; {fix}"
         return {"decision": "block", "reason": reason}, 0
     if isinstance(name, str) and name:
         return {"systemMessage": f"kodelet could not run its {name} hooks: {problem}"}, 0
@@ -188,7 +195,7 @@ def _setup_logging() -> None:
     logging.basicConfig(level=level, format="kodelet: %(levelname)s: %(message)s")
 
 
-USAGE = "kodelet claude hook [--trace] [--trace-file PATH] [--no-hooks]"
+USAGE = "kodelet claude hook [--agent NAME] [--trace] [--trace-file PATH] [--no-hooks]"
 HELP = f"""Usage: {USAGE}
 
   The command Claude Code runs: one hook input on stdin, kodelet's answer on
@@ -196,6 +203,8 @@ HELP = f"""Usage: {USAGE}
   cannot answer, a tool call or prompt is blocked with the reason.
 
 Options:
+  --agent NAME       The input and answer are agent NAME's (codex, qwen, ...;
+                     docs/AGENTS.md), not Claude Code's.
   --trace            One JSON line per hook called, on stderr.
   --trace-file PATH  The same lines, appended to PATH.
   --no-hooks         Only the built-ins run.
@@ -211,11 +220,13 @@ class Options:
     trace_file: str | None = None
     no_hooks: bool | None = None
     help: bool = False
+    agent: Dialect | None = None
+    """The :class:`kodelet.agents.Dialect` of ``--agent NAME``; None: Claude Code."""
 
 
 def parse_args(argv: Sequence[str]) -> Options:
     args = list(argv)
-    trace, trace_file, no_hooks, wants_help = False, None, None, False
+    trace, trace_file, no_hooks, wants_help, agent = False, None, None, False, None
     while args:
         arg = args.pop(0)
         if arg == "--trace":
@@ -224,11 +235,18 @@ def parse_args(argv: Sequence[str]) -> Options:
             trace_file = args.pop(0)
         elif arg == "--no-hooks":
             no_hooks = True
+        elif arg == "--agent" and args:
+            from ..agents import dialect
+
+            try:
+                agent = dialect(args.pop(0))
+            except LookupError as exc:
+                raise HookInputError(str(exc)) from None
         elif arg in ("-h", "--help"):
             wants_help = True
         else:
             raise HookInputError(f"unknown option {arg!r} (usage: {USAGE})")
-    return Options(trace, trace_file, no_hooks, wants_help)
+    return Options(trace, trace_file, no_hooks, wants_help, agent)
 
 
 def read_input(raw: bytes) -> dict[str, Any]:
@@ -262,8 +280,11 @@ def answer(
     when kodelet itself failed."""
     trace: IO[str] | None = None
     data: dict[str, Any] | None = None
+    agent: Dialect | None = None
+    raw_input: dict[str, Any] = {}
     try:
         options = parse_args(argv)
+        agent = options.agent
         if options.help:
             return HELP, 0
         if options.trace_file is not None:
@@ -271,20 +292,32 @@ def answer(
         elif options.trace:
             trace = stderr
         data = read_input(raw)
+        if agent is not None:
+            raw_input, data = data, agent.to_claude(data)
         out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)
     except Exception as exc:
         problem = _describe(exc)
         stderr.write(f"kodelet: error: {problem}\n")
         if on_failure(data, env) == "allow":
-            return "", 1  # a non-blocking error for Claude Code: the opt-out
+            return _speak(agent, None, 1, raw_input)  # non-blocking: the opt-out
         name = data.get("hook_event_name") if data is not None else None
-        out, code = failure_answer(name, problem)
-        if out is None:
-            return "", code
+        if agent is not None:
+            name = agent.claude_event(name)
+        out, code = failure_answer(name, problem, agent.name if agent else "claude")
+        return _speak(agent, out, code, raw_input)
     finally:
         if trace is not None and trace is not stderr:
             trace.close()
-    return ("" if out is None else json.dumps(out, ensure_ascii=False) + "\n"), 0
+    return _speak(agent, out, 0, raw_input)
+
+
+def _speak(
+    agent: Dialect | None, out: dict[str, Any] | None, code: int, data: dict[str, Any]
+) -> tuple[str, int]:
+    """(stdout, exit code) in the form of the agent that asked (Claude Code's by default)."""
+    if agent is not None:
+        return agent.from_claude(out, code, data)
+    return ("" if out is None else json.dumps(out, ensure_ascii=False) + "\n"), code
 
 
 def main(argv: Sequence[str] | None = None, raw: bytes | None = None) -> int:

@@ -1,0 +1,163 @@
+"""`kodelet claude hook --agent NAME`: other agents' hook inputs through the Claude bridge.
+
+Each test runs the real bridge (``python -m kodelet claude hook``, or the lean client
+of the warm kodelet) on a hook input shaped like the agent's, in a project whose
+``.kodelet/hooks`` holds a real bash guard written for kodelet's own tool names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.agents import DIALECTS, Dialect
+from kodelet.testing import write_hook
+
+GUARD = """#!/bin/bash
+[ "$1" = hook ] && { echo before_tool_call; exit 0; }
+payload=$(cat)
+printf '%s' "$payload" > .kodelet/seen.json
+case "$payload" in
+  *'rm -rf'*) echo '{"blocked": true, "reason": "rm -rf is not allowed"}' ;;
+  *'sudo '*) echo '{"input": {"command": "echo no sudo", "background": false}}' ;;
+esac
+"""
+
+
+@pytest.fixture
+def guarded(project: Path) -> Path:
+    write_hook(project / ".kodelet" / "hooks", "guard", GUARD)
+    return project
+
+
+def bridge(
+    data: Any, *args: str, cwd: Path, lean: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    if lean:
+        import kodelet.warm
+
+        script = os.path.join(os.path.dirname(kodelet.warm.__file__), "hook.py")
+        command = [sys.executable, "-I", "-S", script, "claude", "hook", *args]
+    else:
+        command = [sys.executable, "-m", "kodelet", "claude", "hook", *args]
+    return subprocess.run(
+        command,
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def pre_tool(project: Path, tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    """A PreToolUse input as Codex and Qwen Code send it: Claude's fields, their tools."""
+    return {
+        "session_id": "s-1",
+        "transcript_path": "",
+        "cwd": str(project),
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "call_1",
+    }
+
+
+def seen(project: Path) -> Any:
+    return json.loads((project / ".kodelet" / "seen.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("agent", "tool"),
+    [("qwen", "run_shell_command"), ("codex", "exec_command"), ("codex", "Bash")],
+)
+@pytest.mark.parametrize("lean", [False, True], ids=["in-process", "lean-client"])
+def test_a_guard_on_bash_blocks_the_agents_shell(
+    guarded: Path, agent: str, tool: str, lean: bool
+) -> None:
+    proc = bridge(
+        pre_tool(guarded, tool, {"command": "rm -rf /"}), "--agent", agent, cwd=guarded, lean=lean
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "rm -rf is not allowed",
+        }
+    }
+    assert seen(guarded)["tool_name"] == "bash"
+    assert seen(guarded)["tool_input"] == {"command": "rm -rf /"}
+
+
+def test_a_rewrite_goes_back_in_the_agents_keys(guarded: Path) -> None:
+    call = pre_tool(guarded, "run_shell_command", {"command": "sudo ls", "is_background": True})
+    proc = bridge(call, "--agent", "qwen", cwd=guarded)
+    assert proc.returncode == 0, proc.stderr
+    assert seen(guarded)["tool_input"] == {"command": "sudo ls", "background": True}
+    specific = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert specific["updatedInput"] == {"command": "echo no sudo", "is_background": False}
+
+
+def test_a_harmless_call_gets_no_answer(guarded: Path) -> None:
+    proc = bridge(pre_tool(guarded, "run_shell_command", {"command": "ls"}), "--agent", "qwen",
+                  cwd=guarded)  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (0, "")
+
+
+def test_kodelet_failing_blocks_in_the_agents_form(guarded: Path) -> None:
+    (guarded / ".kodelet" / "config.toml").write_text("[hooks\n")
+    proc = bridge(pre_tool(guarded, "exec_command", {"command": "ls"}), "--agent", "codex",
+                  cwd=guarded)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    specific = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    assert "config.toml" in specific["permissionDecisionReason"]
+    assert "`kodelet codex status`" in specific["permissionDecisionReason"]
+
+
+def test_an_unknown_agent_is_refused_with_the_known_ones(guarded: Path) -> None:
+    proc = bridge(pre_tool(guarded, "Bash", {"command": "ls"}), "--agent", "nope", cwd=guarded)
+    assert proc.returncode == 2
+    assert "unknown agent 'nope' (known: codex, qwen" in proc.stderr
+
+
+def test_to_claude_and_back_keep_unknown_names() -> None:
+    dialect = DIALECTS["qwen"]
+    data = {"hook_event_name": "TodoCreated", "tool_name": "mcp__x__y", "tool_input": {"a": 1}}
+    assert dialect.to_claude(data) == data
+    assert dialect.from_claude(None, 0, data) == ("", 0)
+
+
+def test_every_dialect_maps_the_blocking_events() -> None:
+    for d in DIALECTS.values():
+        assert isinstance(d, Dialect)
+        assert {"PreToolUse", "UserPromptSubmit"} <= set(d.hook_events()), d.name
+        assert d.claude_tool(next(t for t, c in d.tools.items() if c == "Bash")) == "Bash"
+
+
+def test_the_warm_kodelet_answers_an_agent_as_in_process(guarded: Path) -> None:
+    """The lean client hands ``--agent`` to the warm kodelet, which answers in the
+    agent's form from its kept runtime."""
+    import time
+
+    from kodelet.warm import control
+
+    (guarded / ".git").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "KODELET_DAEMON"}
+    call = pre_tool(guarded, "run_shell_command", {"command": "rm -rf /"})
+    first = bridge(call, "--agent", "qwen", cwd=guarded, lean=True, env=env)
+    deadline = time.monotonic() + 30
+    while not (running := [i for i in control.running(env) if "pid" in i]):
+        assert time.monotonic() < deadline, "no warm kodelet started"
+        time.sleep(0.05)
+    second = bridge(call, "--agent", "qwen", cwd=guarded, lean=True, env=env)
+    assert (second.returncode, second.stdout) == (first.returncode, first.stdout)
+    assert "rm -rf is not allowed" in second.stdout
+    assert control.ask(running[0]["socket"], "status")["calls"] == 1
