@@ -10,15 +10,9 @@ HOME to a temp dir).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
-import platform
-import shutil
 import subprocess
-import tarfile
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,73 +20,28 @@ from typing import Any
 import attrs
 
 from tests.e2e.messages_api import MessagesAPI, Script, Turn
+from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
+
+__all__ = ["CACHE", "InstallError", "Run", "claude_env", "install", "run_claude"]
 
 VERSION = "2.1.328"
 INTEGRITY = {
     "linux-x64": "sha512-KuzL+dBHgDCFTHJxwW+xuBJdVKfBsesGx2BBcTOG9sYDGoAD7b1hUV8rsTS4xjoJs"
     "B2SmeGraGjBiFuhrYuC9w==",
 }
-CACHE = Path(
-    os.environ.get("KODELET_E2E_CACHE") or Path.home() / ".cache" / "kodelet-e2e"
-).absolute()
-
-
-class InstallError(RuntimeError):
-    pass
-
-
-def _platform() -> str:
-    machine = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(
-        platform.machine().lower(), platform.machine().lower()
-    )
-    return f"{platform.system().lower()}-{machine}"
-
-
-def integrity_of(data: bytes) -> str:
-    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
 
 
 def install(cache: Path = CACHE) -> Path:
     """The pinned binary, fetched once into ``cache``; :class:`InstallError` says why not."""
-    plat = _platform()
+    plat = platform_tag()
     if plat not in INTEGRITY:
         raise InstallError(f"no pinned Claude Code {VERSION} for {plat}")
     binary = cache / f"claude-code-{VERSION}-{plat}" / "claude"
     if binary.is_file() and os.access(binary, os.X_OK):
         return binary
-    if shutil.which("npm") is None:
-        raise InstallError("npm is not on PATH")
     package = f"@anthropic-ai/claude-code-{plat}@{VERSION}"
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        env = {
-            **os.environ,
-            "npm_config_cache": str(cache / "npm"),
-            "npm_config_update_notifier": "false",
-        }
-        done = subprocess.run(
-            ["npm", "pack", package, "--pack-destination", tmp],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=env,
-            cwd=tmp,
-        )
-        if done.returncode != 0:
-            raise InstallError(f"npm pack {package} failed: {done.stderr.strip()[-500:]}")
-        tarball = next(Path(tmp).glob("*.tgz"), None)
-        if tarball is None:
-            raise InstallError(f"npm pack {package} left no tarball")
-        got = integrity_of(tarball.read_bytes())
-        if got != INTEGRITY[plat]:
-            raise InstallError(f"{package}: integrity {got} is not the pinned {INTEGRITY[plat]}")
-        out = Path(tmp) / "x"
-        with tarfile.open(tarball) as tar:
-            tar.extract("package/claude", out, filter="data")
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        extracted = out / "package" / "claude"
-        extracted.chmod(0o755)
-        os.replace(extracted, binary)
+    unpack(package, INTEGRITY[plat], binary.parent, only=["claude"], cache=cache)
+    binary.chmod(0o755)
     return binary
 
 
