@@ -7,32 +7,32 @@ they are and which kodelet hooks they would run.
 
 from __future__ import annotations
 
-import contextlib
-import difflib
-import json
 import os
-import shlex
-import shutil
-import stat
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from .. import jsonio
-from ..claude.installed import PROJECT_COMMAND, is_own, own_hook, own_hooks
+from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
+from .hook_files import (
+    SettingsError,
+    check_writable,
+    command_problem,
+    lean_command,
+    read_settings,
+    with_ours,
+    write_settings,
+    write_without_ours,
+)
 
 app = typer.Typer(
     help="Run kodelet's hooks inside Claude Code: install, uninstall, status.",
     no_args_is_help=True,
 )
-
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 
 
 class Scope(StrEnum):
@@ -55,86 +55,15 @@ def hook_command(scope: Scope = Scope.local) -> str:
     kodelet directly (no site, no kodelet import: docs/HOSTS.md)."""
     if scope is Scope.project:
         return PROJECT_COMMAND
-    from ..warm import client
-
-    lean = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
-    return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(lean)} claude hook"
+    return lean_command("claude", "hook")
 
 
-def command_problem(command: str) -> str | None:
-    """Why Claude Code could not start ``command`` here, or None."""
-    try:
-        program = shlex.split(command)[0]
-    except (ValueError, IndexError):
-        return "not a command"
-    if os.sep in program:
-        found = program if os.access(program, os.X_OK) else None
-    else:
-        found = shutil.which(program)
-    return None if found else f"{program!r} cannot be found (exit 127: calls are blocked)"
-
-
-class SettingsError(Exception):
-    pass
-
-
-def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
-    """The file's text (None when absent) and its JSON; a bad file is a :class:`SettingsError`."""
-    try:
-        raw = jsonio.read_file(path, "Claude settings")
-        text = raw.decode("utf-8")
-    except FileNotFoundError:
-        return None, {}
-    except (jsonio.FileError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {exc}") from None
-    try:
-        data = jsonio.loads(text, str(path)) if text.strip() else {}
-    except ValueError as exc:
-        raise SettingsError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} must hold a JSON object, not {type(data).__name__}")
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-        raise SettingsError(f"{path}: 'hooks' must map each event to a list")
-    return text, data
-
-
-def without_ours(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` minus kodelet's entries; groups and events left empty by that go too."""
-    if "hooks" not in data:
-        return dict(data)
-    hooks: dict[str, Any] = {}
-    for event, groups in data["hooks"].items():
-        kept = []
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(inner, list) or not any(is_own(h) for h in inner):
-                kept.append(group)
-                continue
-            rest = [h for h in inner if not is_own(h)]
-            if rest:
-                kept.append({**group, "hooks": rest})
-        if kept or not groups:
-            hooks[event] = kept
-    out = dict(data)
-    if hooks or not data["hooks"]:
-        out["hooks"] = hooks
-    else:
-        del out["hooks"]
-    return out
-
-
-def with_ours(
-    data: dict[str, Any],
-    command: str,
-    on_failure: str = "block",
-    http: tuple[str, str] | None = None,
-) -> dict[str, Any]:
-    """``data`` with kodelet's entries: ``command`` per event, or with ``http`` (url,
+def entries(
+    command: str, on_failure: str = "block", http: tuple[str, str] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """kodelet's (event, entry) pairs: ``command`` per event, or with ``http`` (url,
     authorization) HTTP entries plus a SessionStart command that keeps the warm
     kodelet up (``command`` with ``ensure`` for ``hook``)."""
-    out = without_ours(data)
-    hooks = dict(out.get("hooks", {}))
     from ..bridges.claude_code import EVENTS
 
     events: list[tuple[str, dict[str, Any]]] = [
@@ -143,98 +72,13 @@ def with_ours(
     if http is not None:
         ensure = command.rsplit(" hook", 1)[0] + " ensure"
         events.insert(0, ("SessionStart", {"type": "command", "command": ensure}))
-    for event, hook in events:
-        group: dict[str, Any] = {"hooks": [hook]}
-        if event in TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        hooks[event] = [*hooks.get(event, []), group]
-    out["hooks"] = hooks
-    return out
-
-
-def render(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-def write_settings(
-    path: Path, old: str | None, before: dict[str, Any], data: dict[str, Any], dry_run: bool
-) -> str:
-    """Write ``data`` atomically, the previous file kept as ``<name>.bak``; a message.
-    ``old`` is the file's text (None when absent), ``before`` what it held."""
-    new = render(data)
-    if old is not None and before == data:
-        return f"unchanged: {path}"
-    if dry_run:
-        diff = difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=str(path) if old is not None else "/dev/null",
-            tofile=str(path),
-        )
-        return "".join(diff).rstrip("\n")
-    if old is not None:
-        # Written like the settings themselves: a link planted at the backup's name is
-        # replaced, never followed.
-        jsonio.write_atomically(path.with_name(path.name + ".bak"), old)
-    jsonio.write_atomically(path, new)
-    return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
-
-
-def write_without_ours(path: Path, old: str, before: dict[str, Any], dry_run: bool) -> str:
-    """Uninstall: the settings as they were before install. A file left holding nothing
-    is removed rather than left as ``{}``; install's ``.bak`` goes once the file holds
-    everything it held (its own bytes put back when they are the same settings). A
-    backup holding anything more stays."""
-    new = without_ours(before)
-    bak = path.with_name(path.name + ".bak")
-    kept: str | None = None
-    kept_data: dict[str, Any] = {}
-    with contextlib.suppress(SettingsError):
-        check_writable(bak)
-        kept, kept_data = read_settings(bak)
-    needless = kept is not None and without_ours(kept_data) == new
-    if before == new or (new and not needless):
-        return write_settings(path, old, before, new, dry_run)
-    text = render(new) if new else ""
-    if new and kept is not None and kept_data == new:
-        text = kept
-    if dry_run:
-        diff = difflib.unified_diff(
-            old.splitlines(keepends=True),
-            text.splitlines(keepends=True),
-            fromfile=str(path),
-            tofile=str(path) if new else "/dev/null",
-        )
-        return "".join(diff).rstrip("\n")
-    if new:
-        jsonio.write_atomically(path, text)
-    else:
-        path.unlink()
-    if needless:
-        bak.unlink()
-    if not new:
-        return f"removed {path}: it held only kodelet's entries"
-    return f"wrote {path} (as it was before install; {bak.name} removed)"
+    return events
 
 
 SCOPE_HELP = (
     "user: ~/.claude/settings.json; project: .claude/settings.json;"
     " local: .claude/settings.local.json."
 )
-
-
-def check_writable(path: Path) -> None:
-    """Refuse a settings file kodelet must not write: a link (its text would be copied
-    into the checkout, or written through it), a file or folder another user owns."""
-    for p in (path.parent, path):
-        try:
-            st = os.lstat(p)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            raise SettingsError(f"{p} is a symbolic link; kodelet writes no settings through one")
-        if st.st_uid != os.geteuid():
-            raise SettingsError(f"{p} is owned by uid {st.st_uid}, not by you; left unchanged")
 
 
 def configured_on_failure(cwd: Path) -> str:
@@ -289,7 +133,7 @@ def _change(
     try:
         if install:
             http = _http_entry(cwd, scope, dry_run) if transport is Transport.http else None
-            new = with_ours(data, hook_command(scope), configured_on_failure(cwd), http)
+            new = with_ours(data, entries(hook_command(scope), configured_on_failure(cwd), http))
             typer.echo(write_settings(path, old, data, new, dry_run))
             if http is not None and not dry_run:
                 path.chmod(0o600)  # it holds the warm kodelet's secret
@@ -362,7 +206,9 @@ def status(
                 "error": str(exc),
             }
         entry["command_problems"] = [
-            f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c))
+            f"{c}: {why}: calls are blocked"
+            for c in entry["commands"]
+            if (why := command_problem(c))
         ]
         scopes.append({"scope": scope.value, "path": str(path), **entry})
     from ..bridges.claude_code import EVENTS
