@@ -11,10 +11,10 @@ classification) get a short text answer and do not consume a turn.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.e2e.standin import Reply, StandIn, json_reply, sse_reply
 
 Turn = list[dict[str, Any]]
 """One assistant message's content blocks: ``{"type": "text", "text": ...}`` or
@@ -126,91 +126,30 @@ def _message(turn: Turn, model: str, serial: int) -> dict[str, Any]:
     }
 
 
-class MessagesAPI:
+class MessagesAPI(StandIn):
     """The server, on 127.0.0.1 and a free port; a context manager that stops it."""
 
     def __init__(self, script: Script) -> None:
+        super().__init__()
         self.script = script
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._serial = 0
-        api = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_HEAD(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def do_GET(self) -> None:
-                self._json(200, {"data": [], "has_more": False})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                try:
-                    request = json.loads(body or b"{}")
-                except ValueError:
-                    request = {}
-                path = self.path.split("?")[0]
-                with api._lock:
-                    api._serial += 1
-                    serial = api._serial
-                    api.requests.append({"path": path, "body": request})
-                if not path.endswith("/messages"):
-                    if path.endswith("/count_tokens"):
-                        self._json(200, {"input_tokens": 10})
-                    else:
-                        self._json(200, {})
-                    return
-                model = str(request.get("model", "claude-standin"))
-                turn = api.script.answer(request) if is_main_loop(request) else [text("ok")]
-                if not request.get("stream"):
-                    self._json(200, _message(turn, model, serial))
-                    return
-                chunks = b"".join(
-                    f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-                    for name, data in _events(turn, model, serial)
-                )
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Content-Length", str(len(chunks)))
-                self.end_headers()
-                self.wfile.write(chunks)
-
-            def _json(self, status: int, data: Any) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+    def post(self, path: str, request: dict[str, Any], serial: int) -> Reply:
+        if not path.endswith("/messages"):
+            return json_reply({"input_tokens": 10} if path.endswith("/count_tokens") else {})
+        model = str(request.get("model", "claude-standin"))
+        turn = self.script.answer(request) if is_main_loop(request) else [text("ok")]
+        if not request.get("stream"):
+            return json_reply(_message(turn, model, serial))
+        return sse_reply(
+            b"".join(
+                f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                for name, data in _events(turn, model, serial)
+            )
+        )
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> MessagesAPI:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(5)
-
-    def main_requests(self) -> list[dict[str, Any]]:
-        return [r["body"] for r in self.requests if is_main_loop(r["body"])]
+        return self.root
 
     def tool_results(self) -> list[dict[str, Any]]:
         """Every tool_result block the model was sent, in order, without repeats."""
