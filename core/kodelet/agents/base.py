@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -58,6 +59,22 @@ class Dialect:
     found, crashed, timed out): nothing kodelet writes can change that."""
     rewrites: bool = True
     """The agent applies ``updatedInput`` from a PreToolUse answer."""
+    home_env: str = ""
+    """The environment variable that moves the agent's user directory (the ``~/.codex``
+    of ``config["user"]``), if it has one."""
+    settings_keys: tuple[str, ...] = ()
+    """Members of the config file's ``hooks`` that are settings, not events."""
+    notes: tuple[str, ...] = ()
+    """What ``kodelet NAME status`` tells the user about this agent's hooks."""
+
+    def config_path(self, scope: str, project: Path, env: Mapping[str, str]) -> Path:
+        """The file kodelet's entries go into for ``scope`` (``project`` or ``user``)."""
+        where = self.config[scope]
+        if not where.startswith("~/"):
+            return project / where
+        if self.home_env and env.get(self.home_env):
+            return Path(env[self.home_env]) / Path(where).name
+        return Path(env.get("HOME") or Path.home()) / where[2:]
 
     # --- names, both ways ---------------------------------------------------
 

@@ -14,6 +14,7 @@ import typer
 
 from ..places import find_project
 from . import (
+    agents_cmd,
     claude_cmd,
     claude_run_cmd,
     config_cmd,
@@ -85,6 +86,9 @@ app.add_typer(config_cmd.app, name="config")
 claude_run_cmd.register(claude_cmd.app)
 app.add_typer(claude_cmd.app, name="claude")
 app.add_typer(daemon_cmd.app, name="daemon")
+app.command("agents")(agents_cmd.agents)
+for _name, _agent_app in agents_cmd.APPS.items():
+    app.add_typer(_agent_app, name=_name)
 app.command("replay")(replay_cmd.replay)
 plain_help(app)
 

@@ -182,6 +182,53 @@ def _installed(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def bridged_hooks(ctx: typer.Context) -> tuple[str, str | None, list[dict[str, Any]]]:
+    """(``[claude] on_failure``, the config error if any, the kodelet hooks the bridge
+    runs): what every agent's ``status`` shows of the project."""
+    from ..bridges.claude_code import EVENTS
+    from ..listing import hook_rows
+
+    cwd = state(ctx).cwd
+    config_error = None
+    try:
+        on_failure = load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
+    except ConfigError as exc:
+        on_failure, config_error = "block", str(exc)
+    wanted = {event.value for event, _ in EVENTS.values()}
+    rows: list[dict[str, Any]] = []
+    if config_error is None:
+        with listing_quietly():
+            # Claude Code runs its settings files' hooks itself; kodelet runs these.
+            rt = make_runtime(ctx, claude="plugins")
+            try:
+                rows = [
+                    r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"
+                ]
+            finally:
+                rt.close()
+    return on_failure, config_error, rows
+
+
+def failure_lines(on_failure: str, config_error: str | None) -> list[str]:
+    """What ``status`` says happens when kodelet itself fails."""
+    if on_failure == "allow":
+        lines = [
+            'on_failure: allow ([claude] on_failure = "allow": when kodelet fails,'
+            " calls go through)"
+        ]
+    else:
+        lines = ["on_failure: block (when kodelet fails, tool calls and prompts are blocked)"]
+    if config_error:
+        lines.append(f"config error (every tool call is blocked until fixed): {config_error}")
+    return lines
+
+
+def hook_lines(agent: str, rows: list[dict[str, Any]]) -> list[str]:
+    """The kodelet hooks that run inside ``agent``, in order, as ``status`` lists them."""
+    head = f"kodelet hooks that run inside {agent}:" + ("" if rows else " (none)")
+    return [head, *(f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows)]
+
+
 @app.command("status")
 def status(
     ctx: typer.Context,
@@ -211,26 +258,7 @@ def status(
             if (why := command_problem(c))
         ]
         scopes.append({"scope": scope.value, "path": str(path), **entry})
-    from ..bridges.claude_code import EVENTS
-    from ..listing import hook_rows
-
-    config_error = None
-    try:
-        on_failure = load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
-    except ConfigError as exc:
-        on_failure, config_error = "block", str(exc)
-    wanted = {event.value for event, _ in EVENTS.values()}
-    rows: list[dict[str, Any]] = []
-    if config_error is None:
-        with listing_quietly():
-            # Claude Code runs its settings files' hooks itself; kodelet runs these.
-            rt = make_runtime(ctx, claude="plugins")
-            try:
-                rows = [
-                    r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"
-                ]
-            finally:
-                rt.close()
+    on_failure, config_error, rows = bridged_hooks(ctx)
     if as_json:
         print_json(
             {
@@ -254,19 +282,8 @@ def status(
             lines.append(f"{'':8}   command: {'; '.join(s['commands'])}")
             lines.append(f"{'':8}   blocks when kodelet cannot run: {guarded}")
         lines += [f"{'':8}   problem: {p}" for p in s["command_problems"]]
-    lines.append("")
-    if on_failure == "allow":
-        lines.append(
-            'on_failure: allow ([claude] on_failure = "allow": when kodelet fails,'
-            " calls go through)"
-        )
-    else:
-        lines.append("on_failure: block (when kodelet fails, tool calls and prompts are blocked)")
-    if config_error:
-        lines.append(f"config error (every tool call is blocked until fixed): {config_error}")
-    lines.append("")
-    lines.append("kodelet hooks that run inside Claude Code:" + ("" if rows else " (none)"))
-    lines += [f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows]
+    lines += ["", *failure_lines(on_failure, config_error)]
+    lines += ["", *hook_lines("Claude Code", rows)]
     lines.append(
         "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
         " shows them)."

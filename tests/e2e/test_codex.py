@@ -1,0 +1,142 @@
+"""kodelet inside the real Codex (``@openai/codex`` 0.169.0): one guard, Codex's tools.
+
+Each test runs ``codex exec`` against the stand-in Responses API in a fresh HOME and
+project, with kodelet connected by ``kodelet codex install``, and a guard in
+``.kodelet/hooks`` that knows only kodelet's tool names (``bash``). Pass or fail comes
+from facts: the files the shell call wrote, what the model was sent back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import attrs
+import pytest
+
+from tests.e2e.agent_clis import CODEX, GUARD, STOP, Run, install, run_codex, seen, write_hook
+from tests.e2e.conftest import kodelet
+from tests.e2e.messages_api import Turn, text, tool
+from tests.e2e.npm import InstallError
+
+
+@pytest.fixture(scope="module")
+def codex_bin() -> Path:
+    """Fails (never skips) when the pinned Codex cannot be had."""
+    try:
+        return install(CODEX)
+    except (InstallError, OSError) as exc:
+        pytest.fail(f"cannot install Codex {CODEX.version}: {exc}", pytrace=False)
+
+
+@attrs.define
+class Codex:
+    binary: Path
+    project: Path
+    home: Path
+    venv_bin: Path
+
+    def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
+
+    def run(self, turns: list[Turn], *, on_path: bool = True) -> Run:
+        prefix = [str(self.venv_bin)] if on_path else []
+        return run_codex(self.binary, self.project, self.home, turns, path_prefix=prefix)
+
+
+@pytest.fixture
+def codex(codex_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path) -> Codex:
+    agent = Codex(codex_bin, cc_project, isolated_home, venv_bin)
+    write_hook(cc_project, "guard", GUARD)
+    agent.kodelet("codex", "install")
+    return agent
+
+
+def shell(command: str) -> list[Turn]:
+    return [[tool("exec_command", cmd=command)], [text("done")]]
+
+
+def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(codex: Codex) -> None:
+    run = codex.run(shell("touch pwned # danger"))
+    assert run.returncode == 0, run.stderr
+    assert not (codex.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+    assert seen(codex.project)[0]["tool_name"] == "bash"
+
+
+def test_a_harmless_shell_call_runs(codex: Codex) -> None:
+    run = codex.run(shell("echo hello > harmless.txt"))
+    assert run.returncode == 0, run.stderr
+    assert (codex.project / "harmless.txt").read_text() == "hello\n"
+    assert seen(codex.project)[0]["tool_input"] == {"command": "echo hello > harmless.txt"}
+
+
+def test_a_rewrite_runs_the_rewritten_command(codex: Codex) -> None:
+    run = codex.run(shell("sudo touch root.txt"))
+    assert run.returncode == 0, run.stderr
+    assert not (codex.project / "root.txt").exists()
+    assert (codex.project / "rewritten.txt").read_text() == "rewritten\n"
+
+
+def test_added_context_and_a_follow_up_reach_the_model(codex: Codex) -> None:
+    write_hook(codex.project, "stop", STOP)
+    run = codex.run(shell("echo explain > explained.txt"))
+    assert run.returncode == 0, run.stderr
+    assert (codex.project / "explained.txt").exists()
+    said = run.seen_by_model()
+    assert "kodelet context: the build dir is generated" in said
+    assert "kodelet follow-up: run the tests" in said
+    assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
+
+
+def test_kodelet_failing_blocks_the_prompt(codex: Codex) -> None:
+    """``codex exec`` prints no hook's reason; ``kodelet codex status`` names it."""
+    (codex.project / ".kodelet" / "config.toml").write_text("[hooks\n")
+    run = codex.run(shell("echo hello > harmless.txt"))
+    assert not (codex.project / "harmless.txt").exists()
+    assert not run.api.main_requests()  # the prompt itself is blocked
+    assert "UserPromptSubmit Blocked" in run.stderr
+    status = codex.kodelet("codex", "status").stdout
+    assert "config error (every tool call is blocked until fixed)" in status
+    assert "config.toml" in status
+
+
+def test_kodelet_missing_lets_the_call_through_as_codex_does(codex: Codex) -> None:
+    """Codex runs a call whose hook command cannot start: the documented gap."""
+    run = codex.run(shell("touch pwned # danger"), on_path=False)
+    assert run.returncode == 0, run.stderr
+    assert (codex.project / "pwned").exists()
+
+
+def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Codex) -> None:
+    codex.kodelet("codex", "uninstall")
+    codex.kodelet("codex", "install", "--scope", "user")
+    hooks = json.loads((codex.home / ".codex" / "hooks.json").read_text())
+    command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex")
+    run = codex.run(shell("touch pwned # danger"), on_path=False)
+    assert not (codex.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+
+
+def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Codex) -> None:
+    codex.kodelet("codex", "uninstall")
+    own = codex.project / ".codex" / "hooks.json"
+    marker = codex.project / "own-hook-ran"
+    mine = {
+        "PreToolUse": [
+            {"matcher": "*", "hooks": [{"type": "command", "command": f"touch {marker}"}]}
+        ]
+    }
+    before = json.dumps({"hooks": mine}, indent=4) + "\n"
+    own.write_text(before)
+    codex.kodelet("codex", "install")
+    assert own.read_text() != before
+    codex.kodelet("codex", "uninstall")
+    assert own.read_text() == before
+    assert not own.with_name("hooks.json.bak").exists()
+    run = codex.run(shell("touch pwned # danger"))
+    assert run.returncode == 0, run.stderr
+    assert (codex.project / "pwned").exists()  # no guard any more
+    assert marker.exists()  # the user's own hook still runs
