@@ -29,6 +29,25 @@ esac
 """
 
 
+ASKER = """#!/bin/bash
+[ "$1" = hook ] && { echo before_tool_call; exit 0; }
+grep -q 'git push' && echo '{"ask": true, "reason": "pushing needs a yes"}'
+exit 0
+"""
+
+REDACT = """#!/bin/bash
+[ "$1" = hook ] && { echo after_tool_call; exit 0; }
+grep -q SECRET && printf '%s' '{"output": {"toolName": "bash", "success": true, ' \
+  '"metadata": {"tool_response": "redacted"}}}'
+exit 0
+"""
+
+PROMPT = """#!/bin/bash
+[ "$1" = hook ] && { echo user_message_send; exit 0; }
+cat > .kodelet/prompt.json
+"""
+
+
 @pytest.fixture
 def guarded(project: Path) -> Path:
     write_hook(project / ".kodelet" / "hooks", "guard", GUARD)
@@ -96,13 +115,68 @@ def test_a_guard_on_bash_blocks_the_agents_shell(
     assert seen(guarded)["tool_input"] == {"command": "rm -rf /"}
 
 
-def test_a_rewrite_goes_back_in_the_agents_keys(guarded: Path) -> None:
+def test_a_rewrite_codex_can_run_is_allowed_in_its_form(guarded: Path) -> None:
+    """Codex 0.169.0 refuses ``updatedInput`` without ``permissionDecision: "allow"``."""
+    proc = bridge(pre_tool(guarded, "Bash", {"command": "sudo ls"}), "--agent", "codex",
+                  cwd=guarded)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": {"command": "echo no sudo", "run_in_background": False},
+    }
+
+
+def test_a_rewrite_qwen_cannot_run_blocks_and_names_the_rewritten_call(guarded: Path) -> None:
+    """Qwen Code 0.24.4 ignores ``updatedInput``: the call as asked must not run."""
     call = pre_tool(guarded, "run_shell_command", {"command": "sudo ls", "is_background": True})
     proc = bridge(call, "--agent", "qwen", cwd=guarded)
     assert proc.returncode == 0, proc.stderr
     assert seen(guarded)["tool_input"] == {"command": "sudo ls", "background": True}
     specific = json.loads(proc.stdout)["hookSpecificOutput"]
-    assert specific["updatedInput"] == {"command": "echo no sudo", "is_background": False}
+    assert specific["permissionDecision"] == "deny"
+    rewritten = '{"command": "echo no sudo", "is_background": false}'
+    assert f"rewrote this call to {rewritten}" in specific["permissionDecisionReason"]
+    assert "updatedInput" not in specific
+
+
+@pytest.mark.parametrize("agent", ["codex", "qwen"])
+def test_an_ask_is_a_deny_where_the_agent_has_no_one_to_ask(guarded: Path, agent: str) -> None:
+    write_hook(guarded / ".kodelet" / "hooks", "asker", ASKER)
+    proc = bridge(pre_tool(guarded, "Bash", {"command": "git push"}), "--agent", agent,
+                  cwd=guarded)  # fmt: skip
+    specific = json.loads(proc.stdout)["hookSpecificOutput"]
+    expected = "deny" if agent == "codex" else "ask"
+    assert (specific["permissionDecision"], specific["permissionDecisionReason"]) == (
+        expected,
+        "pushing needs a yes",
+    )
+
+
+def test_a_replaced_tool_output_is_context_for_codex(guarded: Path) -> None:
+    """Codex 0.169.0 refuses ``updatedToolOutput``: the rewrite reaches the model as text."""
+    write_hook(guarded / ".kodelet" / "hooks", "redact", REDACT)
+    call = {
+        **pre_tool(guarded, "Bash", {"command": "cat .env"}),
+        "hook_event_name": "PostToolUse",
+        "tool_response": "SECRET=1",
+    }
+    proc = bridge(call, "--agent", "codex", cwd=guarded)
+    specific = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert set(specific) == {"hookEventName", "additionalContext"}
+    assert "kodelet hooks rewrote this tool result" in specific["additionalContext"]
+    assert "redacted" in specific["additionalContext"]
+
+
+def test_an_empty_prompt_is_no_user_message(guarded: Path) -> None:
+    """Qwen Code sends UserPromptSubmit with ``prompt: ""`` after every tool round."""
+    write_hook(guarded / ".kodelet" / "hooks", "prompt", PROMPT)
+    call = {**pre_tool(guarded, "x", {}), "hook_event_name": "UserPromptSubmit", "prompt": ""}
+    proc = bridge(call, "--agent", "qwen", cwd=guarded)
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert not (guarded / ".kodelet" / "prompt.json").exists()
+    proc = bridge({**call, "prompt": "hello"}, "--agent", "qwen", cwd=guarded)
+    assert json.loads((guarded / ".kodelet" / "prompt.json").read_text())["message"] == "hello"
 
 
 def test_a_harmless_call_gets_no_answer(guarded: Path) -> None:
@@ -125,7 +199,7 @@ def test_kodelet_failing_blocks_in_the_agents_form(guarded: Path) -> None:
 def test_an_unknown_agent_is_refused_with_the_known_ones(guarded: Path) -> None:
     proc = bridge(pre_tool(guarded, "Bash", {"command": "ls"}), "--agent", "nope", cwd=guarded)
     assert proc.returncode == 2
-    assert "unknown agent 'nope' (known: codex, qwen" in proc.stderr
+    assert "unknown agent 'nope' (known: codex, " in proc.stderr
 
 
 def test_to_claude_and_back_keep_unknown_names() -> None:
@@ -138,7 +212,8 @@ def test_to_claude_and_back_keep_unknown_names() -> None:
 def test_every_dialect_maps_the_blocking_events() -> None:
     for d in DIALECTS.values():
         assert isinstance(d, Dialect)
-        assert {"PreToolUse", "UserPromptSubmit"} <= set(d.hook_events()), d.name
+        claude = {d.claude_event(e) for e in d.hook_events()}
+        assert {"PreToolUse", "UserPromptSubmit"} <= claude, d.name
         assert d.claude_tool(next(t for t, c in d.tools.items() if c == "Bash")) == "Bash"
 
 

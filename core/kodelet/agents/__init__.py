@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from .base import Dialect
 from .codex import CODEX
+from .copilot import COPILOT
+from .gemini import GEMINI
 from .qwen import QWEN
 
 __all__ = ["DIALECTS", "Dialect", "dialect"]
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (CODEX, QWEN)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (CODEX, QWEN, GEMINI, COPILOT)}
 """Agent name -> its dialect."""
 
 

@@ -1,0 +1,117 @@
+"""GitHub Copilot CLI (``@github/copilot``): Claude-shaped hooks under PascalCase names.
+
+Copilot CLI reads hook files from ``.github/hooks/*.json`` (project; loaded only in a
+folder the user trusts) and ``$COPILOT_HOME/hooks/`` (user, ``~/.copilot/hooks/``).
+Under its own camelCase events (``preToolUse``, ...) it sends ``{toolName, toolArgs}``
+without naming the event; under Claude Code's PascalCase names it sends Claude's
+snake_case input with Claude's tool names (``Bash``, ``Read``, ``Write``, ``Edit``) but
+its own input keys (``path``, ``file_text``, ``old_str``), so kodelet installs
+PascalCase entries. It acts on a ``permissionDecision`` (top level or in
+``hookSpecificOutput``), ``updatedInput``, ``decision: block`` and top-level
+``additionalContext`` and ``modifiedResult``. Any non-zero exit of a ``PreToolUse``
+hook, a crash or a missing command included, denies the call; a timeout lets it through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .base import Dialect
+
+_FILE = (("path", "file_path"),)
+
+
+@attrs.frozen(eq=False)
+class CopilotDialect(Dialect):
+    """Copilot's tool results and its answers' context fields are its own."""
+
+    def config_path(self, scope: str, project: Path, env: Mapping[str, str]) -> Path:
+        if scope == "user" and env.get(self.home_env):
+            return Path(env[self.home_env]) / "hooks" / Path(self.config[scope]).name
+        return super().config_path(scope, project, env)
+
+    def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().to_claude(data)
+        result = out.get("tool_result")
+        if out.get("hook_event_name") == "PostToolUse" and isinstance(result, dict):
+            out.setdefault("tool_response", result.get("text_result_for_llm"))
+        # Copilot's transcript is its own event log, not the one kodelet reads for a stop.
+        out["transcript_path"] = ""
+        return out
+
+    def from_claude(
+        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
+    ) -> tuple[str, int]:
+        if answer is None:
+            # Claude's non-blocking error (the on_failure = "allow" opt-out) would deny
+            # the call in Copilot, which blocks on every non-zero exit.
+            return "", 0 if code == 1 else code
+        text, code = super().from_claude(answer, code, data)
+        out = json.loads(text)
+        specific = out.get("hookSpecificOutput")
+        if isinstance(specific, dict):
+            if specific.get("additionalContext"):
+                out["additionalContext"] = specific.pop("additionalContext")
+            for key in ("updatedToolOutput", "updatedMCPToolOutput"):
+                if key in specific:
+                    new = specific.pop(key)
+                    result = new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
+                    out["modifiedResult"] = {"resultType": "success", "textResultForLlm": result}
+            if set(specific) <= {"hookEventName"}:
+                out.pop("hookSpecificOutput")
+        if not out:
+            return "", code
+        return json.dumps(out, ensure_ascii=False) + "\n", code
+
+
+COPILOT = CopilotDialect(
+    name="copilot",
+    title="Copilot CLI",
+    binary="copilot",
+    package="@github/copilot",
+    verified="1.0.102",
+    config={"project": ".github/hooks/kodelet.json", "user": "~/.copilot/hooks/kodelet.json"},
+    events={
+        "PreToolUse": "PreToolUse",
+        "PostToolUse": "PostToolUse",
+        "PostToolUseFailure": "PostToolUseFailure",
+        "UserPromptSubmit": "UserPromptSubmit",
+        "Stop": "Stop",
+        "SubagentStart": "SubagentStart",
+        "SubagentStop": "SubagentStop",
+        "SessionStart": "SessionStart",
+        "SessionEnd": "SessionEnd",
+        "PreCompact": "PreCompact",
+        "Notification": "Notification",
+        "PermissionRequest": None,
+    },
+    tools={
+        "bash": "Bash",
+        "view": "Read",
+        "create": "Write",
+        "edit": "Edit",
+        "grep": "Grep",
+        "glob": "Glob",
+        "task": "Task",
+    },
+    keys={
+        "Read": _FILE,
+        "Write": (*_FILE, ("file_text", "content")),
+        "Edit": (*_FILE, ("old_str", "old_string"), ("new_str", "new_string")),
+        "view": _FILE,
+        "create": (*_FILE, ("file_text", "content")),
+        "edit": (*_FILE, ("old_str", "old_string"), ("new_str", "new_string")),
+    },
+    fails_open=False,
+    home_env="COPILOT_HOME",
+    notes=(
+        "Copilot CLI loads a project's .github/hooks only in a folder you trust"
+        " (COPILOT_ALLOW_ALL=true trusts the working directory); --scope user always loads",
+        "a hook that times out lets the call through in Copilot CLI",
+    ),
+)

@@ -1,0 +1,126 @@
+"""Gemini CLI (``@google/gemini-cli``): command hooks of its own shape.
+
+Gemini CLI reads ``hooks`` from ``.gemini/settings.json`` (project, run only in a
+trusted folder) and ``~/.gemini/settings.json`` (user), in Claude Code's nested
+``matcher``/``hooks`` layout, under its own events (``BeforeTool``, ``AfterTool``,
+``BeforeAgent``, ``AfterAgent``, ...). Its input is Claude-like (``session_id``,
+``cwd``, ``tool_name``, ``tool_input``) but its answer is not: a block is a top-level
+``{"decision": "deny", "reason": ...}``, a rewrite ``hookSpecificOutput.tool_input``,
+added context ``hookSpecificOutput.additionalContext``; Claude's
+``permissionDecision`` is ignored. Exit code 1 is a warning that lets the call through,
+any other non-zero code blocks with stderr as the reason, so a hook command that is not
+found (127) blocks; one that crashes on a signal or times out lets the call through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .base import Dialect
+
+_SAME = ("continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason")
+_DECISIONS = {"deny": "deny", "ask": "ask", "allow": "allow"}
+
+
+@attrs.frozen(eq=False)
+class GeminiDialect(Dialect):
+    """Gemini's input is Claude's with other names; its answer is its own."""
+
+    def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().to_claude(data)
+        # Gemini's transcript is its own format, not the one kodelet reads for a stop.
+        out["transcript_path"] = ""
+        event = out.get("hook_event_name")
+        if event == "PostToolUse":
+            response = out.get("tool_response")
+            if isinstance(response, dict):
+                error = response.get("error")
+                if error:
+                    out["hook_event_name"] = "PostToolUseFailure"
+                    message = error.get("message") if isinstance(error, dict) else error
+                    out["error"] = str(message or "tool failed")
+                    out.pop("tool_response", None)
+                else:
+                    out["tool_response"] = response.get("llmContent")
+        elif event == "Stop" and isinstance(out.get("prompt_response"), str):
+            out.setdefault("last_assistant_message", out["prompt_response"])
+        return out
+
+    def from_claude(
+        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
+    ) -> tuple[str, int]:
+        if answer is None:
+            return "", code
+        out = {k: answer[k] for k in _SAME if k in answer}
+        specific = answer.get("hookSpecificOutput")
+        extra: dict[str, Any] = {}
+        if isinstance(specific, dict):
+            decision = _DECISIONS.get(str(specific.get("permissionDecision")))
+            if decision is not None:
+                out["decision"] = decision
+                if specific.get("permissionDecisionReason"):
+                    out["reason"] = specific["permissionDecisionReason"]
+            if isinstance(specific.get("updatedInput"), dict):
+                tool = data.get("tool_name")
+                extra["tool_input"] = self._input(tool, specific["updatedInput"], to_claude=False)
+            context = [specific["additionalContext"]] if specific.get("additionalContext") else []
+            for key in ("updatedToolOutput", "updatedMCPToolOutput"):
+                if key in specific:
+                    # Gemini CLI cannot replace a tool's result; the model is told instead.
+                    new = specific[key]
+                    text = new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
+                    context.append(f"kodelet hooks rewrote this tool result: {text}")
+            if context:
+                extra["additionalContext"] = "\n\n".join(context)
+        if extra:
+            event = data.get("hook_event_name")
+            out["hookSpecificOutput"] = {"hookEventName": event, **extra} if event else extra
+        if not out:
+            return "", code
+        return json.dumps(out, ensure_ascii=False) + "\n", code
+
+
+GEMINI = GeminiDialect(
+    name="gemini",
+    title="Gemini CLI",
+    binary="gemini",
+    package="@google/gemini-cli",
+    verified="0.61.0",
+    config={"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
+    events={
+        "BeforeTool": "PreToolUse",
+        "AfterTool": "PostToolUse",
+        "BeforeAgent": "UserPromptSubmit",
+        "AfterAgent": "Stop",
+        "SessionStart": "SessionStart",
+        "SessionEnd": "SessionEnd",
+        "PreCompress": "PreCompact",
+        "Notification": "Notification",
+        "BeforeModel": None,
+        "AfterModel": None,
+        "BeforeToolSelection": None,
+    },
+    tools={
+        "run_shell_command": "Bash",
+        "read_file": "Read",
+        "write_file": "Write",
+        "replace": "Edit",
+        "glob": "Glob",
+        "grep_search": "Grep",
+        "web_fetch": "WebFetch",
+        "google_web_search": "WebSearch",
+        "write_todos": "TodoWrite",
+        "invoke_agent": "Agent",
+    },
+    keys={
+        "run_shell_command": (("is_background", "run_in_background"),),
+        "replace": (("allow_multiple", "replace_all"),),
+        "glob": (("dir_path", "path"),),
+        "grep_search": (("dir_path", "path"), ("include_pattern", "glob")),
+    },
+    fails_open=True,
+)
