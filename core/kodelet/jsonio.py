@@ -24,10 +24,12 @@ or ``.claude/`` (a symlink to the user's ``~/.bashrc``) is never written through
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -178,10 +180,54 @@ def load_file(
     return loads(read_file(path, what, cap=cap), str(Path(path)), max_depth=max_depth)
 
 
-def write_atomically(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
+class ChangedError(OSError):
+    """The file changed since it was read: writing now would lose what was written."""
+
+
+UNSET: Any = object()
+
+
+def _unchanged(target: Path, expect: str | None) -> None:
+    try:
+        current: str | None = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError):
+        current = UNSET
+    if current != expect:
+        raise ChangedError(f"{target} changed while kodelet was editing it; nothing was written")
+
+
+@contextlib.contextmanager
+def editing(directory: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the lock of ``directory`` (``flock`` on it): kodelet's own edits of the files
+    in it never interleave. Others' edits are caught by ``expect`` instead."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_unchanged(path: str | os.PathLike[str], expect: str) -> None:
+    """Remove ``path`` if it still holds ``expect`` (:class:`ChangedError` otherwise)."""
+    _unchanged(Path(path), expect)
+    os.unlink(path)
+
+
+def write_atomically(
+    path: str | os.PathLike[str], text: str, mode: int | None = None, expect: Any = UNSET
+) -> None:
     """Replace ``path`` with ``text``: the new file keeps the old one's permissions
     (0644 when there was none) unless ``mode`` is given; the temporary file is removed
-    if anything fails."""
+    if anything fails. With ``expect`` (the text read before, None for no file), the
+    file is compared again just before it is replaced and :class:`ChangedError` raised
+    if someone else wrote it meanwhile (compare-and-swap)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
@@ -194,6 +240,8 @@ def write_atomically(path: str | os.PathLike[str], text: str, mode: int | None =
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             os.fchmod(fh.fileno(), mode)
             fh.write(text)
+        if expect is not UNSET:
+            _unchanged(target, expect)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from .. import jsonio
 from ..agents import DIALECTS, Dialect
 from ..claude.installed import PROJECT_COMMAND, own_hooks
 from .claude_cmd import bridged_hooks, failure_lines, hook_lines
@@ -71,6 +72,7 @@ def _change(
 ) -> None:
     path = config_path(dialect, scope, state(ctx).cwd)
     keys = dialect.settings_keys
+    ctx.with_resource(jsonio.editing(path.parent))  # kodelet's edits never interleave
     try:
         check_writable(path)
         old, data = read_settings(path, f"{dialect.title} hooks", keys)

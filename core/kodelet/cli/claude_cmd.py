@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from .. import jsonio
 from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
@@ -122,6 +123,7 @@ def _change(
 ) -> None:
     cwd = state(ctx).cwd
     path = settings_path(scope, cwd)
+    ctx.with_resource(jsonio.editing(path.parent))  # kodelet's edits never interleave
     try:
         check_writable(path)
         old, data = read_settings(path)

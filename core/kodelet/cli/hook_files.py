@@ -154,7 +154,7 @@ def write_settings(
         # Written like the settings themselves: a link planted at the backup's name is
         # replaced, never followed.
         jsonio.write_atomically(path.with_name(path.name + ".bak"), old)
-    jsonio.write_atomically(path, new)
+    jsonio.write_atomically(path, new, expect=old)
     return f"wrote {path}" + ("" if old is None else f" (previous file: {path.name}.bak)")
 
 
@@ -187,9 +187,9 @@ def write_without_ours(
         )
         return "".join(diff).rstrip("\n")
     if new:
-        jsonio.write_atomically(path, text)
+        jsonio.write_atomically(path, text, expect=old)
     else:
-        path.unlink()
+        jsonio.remove_unchanged(path, old)
     if needless:
         bak.unlink()
     if not new:
