@@ -72,3 +72,27 @@ def test_installs_racing_another_locking_editor_lose_nothing(project: Path) -> N
     data = json.loads(settings.read_text())
     missing = [i for i in added if f"k{i}" not in data]
     assert added and missing == []
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a file of another user needs root to make")
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_another_users_settings_file_is_left_as_it_is(project: Path, verb: str) -> None:
+    """Run as root, install must not rewrite (and so re-own) a settings file someone
+    else owns: the file keeps its owner, mode and bytes."""
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    settings.write_text('{"theirs": true}\n')
+    os.chown(settings, 4242, 4242)
+    before = settings.stat()
+    done = subprocess.run(
+        [sys.executable, "-m", "kodelet", "claude", verb, "--scope", "local"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "owned by uid 4242, not by you; left unchanged" in done.stderr
+    after = settings.stat()
+    assert (after.st_uid, after.st_mode, after.st_ino) == (4242, before.st_mode, before.st_ino)
+    assert settings.read_text() == '{"theirs": true}\n'
