@@ -173,13 +173,14 @@ def run_qwen(
     turns: list[Turn] | Script,
     *,
     path_prefix: Sequence[str] = (),
+    args: Sequence[str] = (),
     prompt: str = "go",
     timeout: float = 90,
 ) -> Run:
     """``qwen -p PROMPT --yolo`` in ``project`` against the stand-in Chat Completions API."""
     script = turns if isinstance(turns, Script) else Script(turns)
     with OpenAIAPI(script) as api:
-        command = ["node", str(entry), "-p", prompt, "--yolo", "--auth-type", "openai"]
+        command = ["node", str(entry), "-p", prompt, "--yolo", "--auth-type", "openai", *args]
         env = agent_env(
             home,
             path_prefix,
@@ -207,6 +208,14 @@ case "$1" in
     esac
     ;;
 esac
+"""
+
+AFTER = """#!/bin/bash
+case "$1" in
+  hook) echo after_tool_call ;;
+  run) grep -q explain && echo '{"additional_context": ["kodelet after: the output is fine"]}' ;;
+esac
+exit 0
 """
 
 STOP = """#!/bin/bash

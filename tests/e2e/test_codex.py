@@ -15,7 +15,17 @@ from pathlib import Path
 import attrs
 import pytest
 
-from tests.e2e.agent_clis import CODEX, GUARD, STOP, Run, install, run_codex, seen, write_hook
+from tests.e2e.agent_clis import (
+    AFTER,
+    CODEX,
+    GUARD,
+    STOP,
+    Run,
+    install,
+    run_codex,
+    seen,
+    write_hook,
+)
 from tests.e2e.conftest import kodelet
 from tests.e2e.messages_api import Turn, text, tool
 from tests.e2e.npm import InstallError
@@ -81,11 +91,13 @@ def test_a_rewrite_runs_the_rewritten_command(codex: Codex) -> None:
 
 def test_added_context_and_a_follow_up_reach_the_model(codex: Codex) -> None:
     write_hook(codex.project, "stop", STOP)
+    write_hook(codex.project, "after", AFTER)
     run = codex.run(shell("echo explain > explained.txt"))
     assert run.returncode == 0, run.stderr
     assert (codex.project / "explained.txt").exists()
     said = run.seen_by_model()
     assert "kodelet context: the build dir is generated" in said
+    assert "kodelet after: the output is fine" in said
     assert "kodelet follow-up: run the tests" in said
     assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
 

@@ -58,7 +58,11 @@ class Dialect:
     """The agent lets a call through when the hook command itself cannot run (not
     found, crashed, timed out): nothing kodelet writes can change that."""
     rewrites: bool = True
-    """The agent applies ``updatedInput`` from a PreToolUse answer."""
+    """The agent applies ``updatedInput`` from a PreToolUse answer. When it does not, a
+    rewrite is a block that names the rewritten call: the call as asked must not run."""
+    rewrite_allows: bool = False
+    """The agent applies ``updatedInput`` only beside ``permissionDecision: "allow"``
+    (Claude Code takes it alone, and still asks its own permission rules)."""
     home_env: str = ""
     """The environment variable that moves the agent's user directory (the ``~/.codex``
     of ``config["user"]``), if it has one."""
@@ -116,6 +120,9 @@ class Dialect:
         out = dict(data)
         if "hook_event_name" in out:
             out["hook_event_name"] = self.claude_event(out["hook_event_name"])
+        if out.get("hook_event_name") == "UserPromptSubmit" and out.get("prompt") == "":
+            # No one typed it (Qwen Code's turn after a tool round): not a user message.
+            out["hook_event_name"] = "UserPromptSubmit (empty)"
         tool = out.get("tool_name")
         if "tool_input" in out:
             out["tool_input"] = self._input(tool, out["tool_input"], to_claude=True)
@@ -145,5 +152,15 @@ class Dialect:
                 specific["updatedInput"] = self._input(
                     tool, specific["updatedInput"], to_claude=False
                 )
+                if not self.rewrites and specific.get("permissionDecision") != "deny":
+                    rewritten = json.dumps(specific.pop("updatedInput"), ensure_ascii=False)
+                    specific["permissionDecision"] = "deny"
+                    specific["permissionDecisionReason"] = (
+                        f"kodelet hooks rewrote this call to {rewritten}; {self.title} cannot"
+                        " run a rewritten call, so this one is blocked: make the rewritten"
+                        " call instead"
+                    )
+                elif self.rewrite_allows and "permissionDecision" not in specific:
+                    specific["permissionDecision"] = "allow"
             out["hookSpecificOutput"] = specific
         return json.dumps(out, ensure_ascii=False) + "\n", code

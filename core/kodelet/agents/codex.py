@@ -34,8 +34,6 @@ class CodexDialect(Dialect):
         decision = specific.get("permissionDecision")
         if decision == "ask":  # nobody to ask: kodelet's ask without an approver blocks
             specific["permissionDecision"] = "deny"
-        elif "updatedInput" in specific and decision is None:
-            specific["permissionDecision"] = "allow"
         replaced = [
             specific.pop(k) for k in ("updatedToolOutput", "updatedMCPToolOutput") if k in specific
         ]
@@ -73,5 +71,6 @@ CODEX = CodexDialect(
     },
     tools={"exec_command": "Bash", "shell": "Bash", "local_shell": "Bash"},
     fails_open=True,
+    rewrite_allows=True,
     home_env="CODEX_HOME",
 )

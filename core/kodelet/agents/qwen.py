@@ -2,9 +2,13 @@
 
 Qwen Code reads Claude-shaped ``hooks`` from ``.qwen/settings.json`` (project) and
 ``~/.qwen/settings.json`` (user), sends Claude-shaped input and acts on Claude-shaped
-answers; only its tools have their own names and keys. A hook command that crashes,
-is missing or times out lets the call through: Qwen Code offers no setting to fail
-closed.
+answers; its tools have their own names and keys (``run_shell_command`` takes
+``is_background``). As verified with 0.24.4: a PreToolUse hook's ``updatedInput`` is
+never applied (only PermissionRequest hooks may rewrite, and ``--yolo`` asks none), so
+a rewrite blocks the call and names the rewritten one; a PreToolUse hook's
+``additionalContext`` is read and dropped; ``UserPromptSubmit`` also fires with an
+empty prompt after each tool round. A hook command that crashes, is missing or times
+out lets the call through: Qwen Code offers no setting to fail closed.
 """
 
 from __future__ import annotations
@@ -71,4 +75,6 @@ QWEN = Dialect(
     },
     keys={"run_shell_command": (("is_background", "run_in_background"),)},
     fails_open=True,
+    rewrites=False,
+    settings_keys=("enabled", "disabled", "notifications"),
 )

@@ -1,0 +1,156 @@
+"""`kodelet codex|qwen install|uninstall|status` and `kodelet agents`: the claude install
+contract for every agent, run as real ``python -m kodelet`` processes on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+AGENTS = {
+    "codex": (".codex/hooks.json", ["UserPromptSubmit", "PreToolUse", "PostToolUse"]),
+    "qwen": (".qwen/settings.json", ["PreToolUse", "PostToolUse", "PostToolUseFailure"]),
+}
+
+
+def kodelet(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "kodelet", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def commands(data: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        event: [h["command"] for g in groups for h in g["hooks"] if "claude hook" in h["command"]]
+        for event, groups in data.get("hooks", {}).items()
+        if isinstance(groups, list)
+    }
+
+
+OTHER: dict[str, Any] = {
+    "model": {"name": "theirs"},
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}
+        ],
+        "SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}],
+    },
+}
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_install_keeps_everything_else_is_idempotent_and_uninstall_restores(
+    tmp_path: Path, agent: str
+) -> None:
+    where, events = AGENTS[agent]
+    path = tmp_path / where
+    path.parent.mkdir()
+    before = json.dumps(OTHER, indent=3) + "\n"
+    path.write_text(before)
+    proc = kodelet(agent, "install", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(path.read_text())
+    assert data["model"] == OTHER["model"]
+    assert data["hooks"]["SessionStart"] == OTHER["hooks"]["SessionStart"]
+    assert data["hooks"]["PreToolUse"][0] == OTHER["hooks"]["PreToolUse"][0]
+    ours = commands(data)
+    for event in events:
+        assert ours[event] == [f"kodelet claude hook --agent {agent}"], event
+    assert path.with_name(path.name + ".bak").read_text() == before
+    again = kodelet(agent, "install", cwd=tmp_path)
+    assert again.stdout.startswith("unchanged:"), again.stdout
+    proc = kodelet(agent, "uninstall", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert path.read_text() == before
+    assert not path.with_name(path.name + ".bak").exists()
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path, agent: str) -> None:
+    proc = kodelet(agent, "install", "--dry-run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("--- /dev/null")
+    assert f'+            "command": "kodelet claude hook --agent {agent}"' in proc.stdout
+    assert not (tmp_path / AGENTS[agent][0]).exists()
+
+
+def test_user_scope_runs_the_lean_client_and_follows_codex_home(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "codex-home"
+    env = {**os.environ, "CODEX_HOME": str(elsewhere)}
+    proc = kodelet("codex", "install", "--scope", "user", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    command = commands(json.loads((elsewhere / "hooks.json").read_text()))["PreToolUse"][0]
+    assert command.startswith(f"{sys.executable} -I -S ")
+    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex")
+    assert not (Path.home() / ".codex").exists()
+
+
+def test_qwens_hook_settings_are_not_events(tmp_path: Path) -> None:
+    path = tmp_path / ".qwen" / "settings.json"
+    path.parent.mkdir()
+    before = json.dumps({"hooks": {"enabled": True, "disabled": ["x"]}}) + "\n"
+    path.write_text(before)
+    assert kodelet("qwen", "install", cwd=tmp_path).returncode == 0
+    assert json.loads(path.read_text())["hooks"]["disabled"] == ["x"]
+    assert kodelet("qwen", "uninstall", cwd=tmp_path).returncode == 0
+    assert path.read_text() == before
+
+
+@pytest.mark.parametrize("bad", ["link", "json"])
+def test_a_linked_or_broken_file_is_left_alone(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / ".codex" / "hooks.json"
+    path.parent.mkdir()
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}")
+    if bad == "link":
+        path.symlink_to(target)
+    else:
+        path.write_text('{"hooks": ')
+    proc = kodelet("codex", "install", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("kodelet: error: ") and proc.stderr.count("\n") == 1
+    assert ("symbolic link" if bad == "link" else "not valid JSON") in proc.stderr
+    assert target.read_text() == "{}"
+
+
+def test_status_says_where_what_runs_and_that_codex_fails_open(project: Path) -> None:
+    (project / ".kodelet" / "hooks" / "guard").write_text("#!/bin/sh\necho before_tool_call\n")
+    (project / ".kodelet" / "hooks" / "guard").chmod(0o755)
+    assert kodelet("codex", "install", cwd=project).returncode == 0
+    data = json.loads(kodelet("codex", "status", "--json", cwd=project).stdout)
+    project_scope = next(s for s in data["scopes"] if s["scope"] == "project")
+    assert project_scope["events"] == ["UserPromptSubmit", "PreToolUse", "PostToolUse",
+                                       "SubagentStop", "Stop"]  # fmt: skip
+    assert "Codex lets a call through" in data["fails_open"]
+    assert [h["name"] for h in data["hooks"]] == ["guard"]
+    (project / ".kodelet" / "config.toml").write_text("[hooks\n")
+    text = kodelet("codex", "status", cwd=project).stdout
+    assert "config error (every tool call is blocked until fixed)" in text
+    assert "fails open: Codex lets a call through" in text
+
+
+def test_agents_lists_where_kodelet_is_connected(tmp_path: Path, isolated_home: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "qwen").write_text("#!/bin/sh\n")
+    (bindir / "qwen").chmod(0o755)
+    assert kodelet("codex", "install", cwd=tmp_path).returncode == 0
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}/usr/bin:/bin"}
+    data = json.loads(kodelet("agents", "--json", cwd=tmp_path, env=env).stdout)
+    rows = {r["agent"]: r for r in data["agents"]}
+    assert {"claude", "codex", "qwen"} <= set(rows)
+    assert rows["qwen"]["binary"] == str(bindir / "qwen")
+    assert rows["codex"]["binary"] is None
+    connected = {s["scope"] for s in rows["codex"]["scopes"] if s["events"]}
+    assert connected == {"project"}
+    assert not any(s["events"] for s in rows["qwen"]["scopes"])
