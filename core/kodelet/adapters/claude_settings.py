@@ -32,6 +32,7 @@ from ..claude.events import HookEvent
 from ..claude.installed import is_own
 from ..claude.matchers import Matcher, MatcherError
 from ..config import check_timeout
+from ..errors import KodeletError
 from ..places import Places, installed_plugins
 from .discovery import untrusted
 
@@ -123,20 +124,42 @@ def _problem(spec: SettingsFile, name: str, why: str, event: HookEvent | None = 
     return ClaudeHookSpec(name=name, scope=spec.scope, path=spec.path, event=event, problem=why)
 
 
+class SettingsFileError(KodeletError, ValueError):
+    """A settings file that cannot be read as a JSON object; the message says why."""
+
+
+def read_settings_file(
+    path: str | os.PathLike[str], what: str = "Claude settings", *, empty_ok: bool = True
+) -> tuple[str | None, dict[str, Any]]:
+    """The one reader of Claude-style settings files, for running their hooks and for
+    editing them (every agent's installer): the text (None when there is no file) and
+    its JSON object. A cloned repository writes ``.claude/``, so it is read as strictly
+    as kodelet's own files: a regular file of bounded size, no duplicate keys."""
+    try:
+        text = jsonio.read_file(path, what).decode("utf-8")
+    except FileNotFoundError:
+        return None, {}
+    except (jsonio.FileError, UnicodeDecodeError) as exc:
+        raise SettingsFileError(f"cannot read: {exc}") from None
+    if empty_ok and not text.strip():
+        return text, {}
+    try:
+        data = jsonio.loads(text, str(path))
+    except ValueError as exc:
+        raise SettingsFileError(f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsFileError(f"expected a JSON object, got {type(data).__name__}")
+    return text, data
+
+
 def _read(spec: SettingsFile) -> tuple[dict[str, Any] | None, str | None]:
     """The file's ``hooks`` table, or why it cannot be had; (None, None) when there is none."""
-    # A cloned repository writes .claude/: a regular file of bounded size only, read
-    # as strictly as kodelet's own files (no FIFO to hang on, no duplicate keys).
     try:
-        data = jsonio.loads(jsonio.read_file(spec.path, "Claude settings"), "settings")
-    except FileNotFoundError:
-        return None, None
-    except jsonio.FileError as exc:
+        text, data = read_settings_file(spec.path, empty_ok=False)
+    except SettingsFileError as exc:
         return None, str(exc)
-    except ValueError as exc:
-        return None, f"not valid JSON: {exc}"
-    if not isinstance(data, dict):
-        return None, f"expected a JSON object, got {type(data).__name__}"
+    if text is None:
+        return None, None
     hooks = data.get("hooks")
     if hooks is None:
         return None, None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
+from ..adapters.claude_settings import SettingsFileError, read_settings_file
 from ..claude.installed import is_own
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
@@ -66,18 +67,11 @@ def read_settings(
     :class:`SettingsError`. ``keys``: members of ``hooks`` that are settings of the
     agent's hooks rather than events."""
     try:
-        raw = jsonio.read_file(path, what)
-        text = raw.decode("utf-8")
-    except FileNotFoundError:
+        text, data = read_settings_file(path, what)
+    except SettingsFileError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+    if text is None:
         return None, {}
-    except (jsonio.FileError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {exc}") from None
-    try:
-        data = jsonio.loads(text, str(path)) if text.strip() else {}
-    except ValueError as exc:
-        raise SettingsError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path} must hold a JSON object, not {type(data).__name__}")
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict) or not all(
         isinstance(v, list) for k, v in hooks.items() if k not in keys
