@@ -14,6 +14,20 @@ from pathlib import Path
 import attrs
 
 X = "\N{MULTIPLICATION SIGN}"
+PY = sys.executable
+KIT_HOOK = f"""#!{PY}
+from kodelet import hookkit
+
+
+def check(payload):
+    if "rm -rf" in payload["tool_input"].get("command", ""):
+        return {{"blocked": True, "reason": "no"}}
+    return None
+
+
+hookkit.main("before_tool_call", check)
+"""
+"""A persistent (``serve``) guard written with the hook kit: blocks ``rm -rf``."""
 
 
 @attrs.frozen

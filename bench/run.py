@@ -20,7 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
-from harness import Pair, X, compare, machine, median_time, ms, per_op, us, verdict, write_hook
+from harness import (
+    KIT_HOOK,
+    Pair,
+    X,
+    compare,
+    machine,
+    median_time,
+    ms,
+    per_op,
+    us,
+    verdict,
+    write_hook,
+)
 from kodelet import BeforeToolCallPayload, Event, Runtime, hookimpl, hookspecs, load_runtime
 from kodelet.adapters.cache import DiscoveryCache
 from kodelet.adapters.discovery import BATCH_LIMIT, discover
@@ -46,18 +58,6 @@ elif sys.argv[1] == "run":
     payload = json.load(sys.stdin)
     if "rm -rf" in payload["tool_input"].get("command", ""):
         print(json.dumps({{"blocked": True, "reason": "no"}}))
-"""
-KIT_HOOK = f"""#!{PY}
-from kodelet import hookkit
-
-
-def check(payload):
-    if "rm -rf" in payload["tool_input"].get("command", ""):
-        return {{"blocked": True, "reason": "no"}}
-    return None
-
-
-hookkit.main("before_tool_call", check)
 """
 PAYLOAD = BeforeToolCallPayload(
     tool_name="bash", tool_input={"command": "ls -la"}, conv_id="c1", cwd="/tmp"

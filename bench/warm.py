@@ -23,24 +23,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness import X, compare, median_time, ms, verdict, write_hook
+from harness import KIT_HOOK, X, compare, median_time, ms, verdict, write_hook
 from kodelet.warm import client, control
 from kodelet.warm import http as warm_http
 
 PY = sys.executable
 CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
-KIT_HOOK = f"""#!{PY}
-from kodelet import hookkit
-
-
-def check(payload):
-    if "rm -rf" in payload["tool_input"].get("command", ""):
-        return {{"blocked": True, "reason": "no"}}
-    return None
-
-
-hookkit.main("before_tool_call", check)
-"""
 NATIVES = 5
 EXECUTABLES = 20
 NATIVE_DIST = """[build-system]
