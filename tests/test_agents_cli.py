@@ -154,3 +154,40 @@ def test_agents_lists_where_kodelet_is_connected(tmp_path: Path, isolated_home: 
     connected = {s["scope"] for s in rows["codex"]["scopes"] if s["events"]}
     assert connected == {"project"}
     assert not any(s["events"] for s in rows["qwen"]["scopes"])
+
+
+def test_codex_trust_is_recorded_for_kodelets_entries_and_taken_back(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """Codex runs no unreviewed hook; install records the review of kodelet's own entries
+    (the hash Codex 0.169.0 computes, checked end to end in tests/e2e/test_codex.py) and
+    uninstall removes exactly those records."""
+    config = isolated_home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    before = (
+        '# mine\nmodel = "o3"\n\n[hooks.state."/elsewhere/hooks.json:stop:0:0"]\n'
+        'trusted_hash = "sha256:abc"\n'
+    )
+    config.write_text(before)
+    dry = kodelet("codex", "install", "--dry-run", cwd=tmp_path)
+    assert f'+[hooks.state."{tmp_path}/.codex/hooks.json:pre_tool_use:0:0"]' in dry.stdout
+    assert config.read_text() == before
+    proc = kodelet("codex", "install", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = config.read_text()
+    assert text.startswith(before)
+    assert text.count("trusted_hash") == 6
+    status = json.loads(kodelet("codex", "status", "--json", cwd=tmp_path).stdout)
+    assert next(s for s in status["scopes"] if s["scope"] == "project")["untrusted"] == []
+    assert kodelet("codex", "uninstall", cwd=tmp_path).returncode == 0
+    assert config.read_text() == before
+
+
+def test_a_broken_codex_config_is_named_and_left_alone(tmp_path: Path, isolated_home: Path) -> None:
+    config = isolated_home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[model\n")
+    proc = kodelet("codex", "install", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("kodelet: error: ") and "not valid TOML" in proc.stderr
+    assert config.read_text() == "[model\n"

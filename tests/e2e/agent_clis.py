@@ -121,15 +121,16 @@ def _run(
     return done.returncode, done.stdout, done.stderr
 
 
-def codex_config(api: OpenAIAPI, project: Path) -> str:
-    """Codex's user config.toml: the stand-in as a custom Responses provider, and the
-    project trusted (Codex reads a project's ``.codex/`` only then)."""
+def codex_config(project: Path) -> str:
+    """Codex's user config.toml: the stand-in as a custom Responses provider (its URL
+    given per run with ``-c``), and the project trusted (Codex reads a project's
+    ``.codex/`` only then). kodelet records its hooks' trust in this file too."""
     return f"""model = "standin"
 model_provider = "standin"
 
 [model_providers.standin]
 name = "standin"
-base_url = "{api.url}"
+base_url = "http://127.0.0.1:9/v1"
 wire_api = "responses"
 
 [projects."{project}"]
@@ -144,21 +145,25 @@ def run_codex(
     turns: list[Turn] | Script,
     *,
     path_prefix: Sequence[str] = (),
-    args: Sequence[str] = ("--dangerously-bypass-hook-trust",),
+    args: Sequence[str] = (),
     prompt: str = "go",
     timeout: float = 90,
 ) -> Run:
-    """``codex exec PROMPT`` in ``project`` against the stand-in Responses API. Hook
-    trust is bypassed by default: ``codex exec`` cannot review hooks (docs/AGENTS.md)."""
+    """``codex exec PROMPT`` in ``project`` against the stand-in Responses API. Hooks
+    run only as trusted by ``config.toml`` (``kodelet codex install`` records it)."""
     script = turns if isinstance(turns, Script) else Script(turns)
     with OpenAIAPI(script) as api:
         config = home / ".codex" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(codex_config(api, project))
+        text = config.read_text() if config.exists() else ""
+        if "model_provider" not in text:
+            config.write_text(codex_config(project) + "\n" + text)
         command = [
             str(binary),
             "exec",
             "--dangerously-bypass-approvals-and-sandbox",
+            "-c",
+            f'model_providers.standin.base_url="{api.url}"',
             *args,
             prompt,
         ]

@@ -50,9 +50,9 @@ class Codex:
     def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
 
-    def run(self, turns: list[Turn], *, on_path: bool = True) -> Run:
+    def run(self, turns: list[Turn], *, on_path: bool = True, args: tuple[str, ...] = ()) -> Run:
         prefix = [str(self.venv_bin)] if on_path else []
-        return run_codex(self.binary, self.project, self.home, turns, path_prefix=prefix)
+        return run_codex(self.binary, self.project, self.home, turns, path_prefix=prefix, args=args)
 
 
 @pytest.fixture
@@ -121,6 +121,25 @@ def test_kodelet_missing_lets_the_call_through_as_codex_does(codex: Codex) -> No
     assert (codex.project / "pwned").exists()
 
 
+def test_install_records_codexs_trust_without_which_codex_runs_no_hook(codex: Codex) -> None:
+    """``codex exec`` runs only reviewed hooks: install records the review of kodelet's
+    own entries in Codex's config.toml; without it Codex lets the call through, and
+    ``kodelet codex status`` says so."""
+    config = codex.home / ".codex" / "config.toml"
+    trusted = config.read_text()
+    assert trusted.count("trusted_hash") == 5
+    config.write_text(trusted.split("[hooks")[0])
+    status = codex.kodelet("codex", "status").stdout
+    assert "5 of kodelet's entries are not trusted by Codex, which will not run them" in status
+    run = codex.run(shell("touch pwned # danger"))
+    assert (codex.project / "pwned").exists()
+    codex.kodelet("codex", "install")
+    assert "not trusted" not in codex.kodelet("codex", "status").stdout
+    run = codex.run(shell("touch pwned2 # danger"))
+    assert not (codex.project / "pwned2").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+
+
 def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Codex) -> None:
     codex.kodelet("codex", "uninstall")
     codex.kodelet("codex", "install", "--scope", "user")
@@ -134,6 +153,8 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Codex) -> None:
 
 def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Codex) -> None:
     codex.kodelet("codex", "uninstall")
+    config = codex.home / ".codex" / "config.toml"
+    assert "hooks.state" not in config.read_text()  # kodelet's trust records went too
     own = codex.project / ".codex" / "hooks.json"
     marker = codex.project / "own-hook-ran"
     mine = {
@@ -148,7 +169,9 @@ def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Codex) -> None:
     codex.kodelet("codex", "uninstall")
     assert own.read_text() == before
     assert not own.with_name("hooks.json.bak").exists()
-    run = codex.run(shell("touch pwned # danger"))
+    assert "hooks.state" not in config.read_text()
+    # The user's own hook runs once the user trusts it (here: trust bypassed).
+    run = codex.run(shell("touch pwned # danger"), args=("--dangerously-bypass-hook-trust",))
     assert run.returncode == 0, run.stderr
     assert (codex.project / "pwned").exists()  # no guard any more
-    assert marker.exists()  # the user's own hook still runs
+    assert marker.exists()

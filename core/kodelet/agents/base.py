@@ -70,6 +70,14 @@ class Dialect:
     """Members of the config file's ``hooks`` that are settings, not events."""
     notes: tuple[str, ...] = ()
     """What ``kodelet NAME status`` tells the user about this agent's hooks."""
+    trust_config: str = ""
+    """The TOML file where the agent records which hooks the user trusts (``~/`` as in
+    ``config``); empty: the agent runs every hook in its files."""
+
+    def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
+        """The trust records (key -> hash) the agent needs before it runs kodelet's entries
+        in the hooks file ``path`` holding ``data``; empty when it needs none."""
+        return {}
 
     def config_path(self, scope: str, project: Path, env: Mapping[str, str]) -> Path:
         """The file kodelet's entries go into for ``scope`` (``project`` or ``user``)."""
@@ -77,7 +85,7 @@ class Dialect:
         if not where.startswith("~/"):
             return project / where
         if self.home_env and env.get(self.home_env):
-            return Path(env[self.home_env]) / Path(where).name
+            return Path(env[self.home_env]).resolve() / Path(where).name
         return Path(env.get("HOME") or Path.home()) / where[2:]
 
     # --- names, both ways ---------------------------------------------------

@@ -13,7 +13,11 @@ closed.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .base import Dialect
@@ -47,6 +51,39 @@ class CodexDialect(Dialect):
             specific["additionalContext"] = f"{context}\n\n{note}" if context else note
         return super().from_claude({**answer, "hookSpecificOutput": specific}, code, data)
 
+    def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
+        """Codex 0.169.0 runs a hook of a ``hooks.json`` only when the user's
+        ``config.toml`` holds ``[hooks.state."<file>:<event>:<group>:<handler>"]`` with
+        ``trusted_hash`` = sha256 of the hook's identity as compact, key-sorted JSON:
+        its event (snake case), its group's matcher if any, and the handler with
+        Codex's defaults filled in (``async: false``, ``timeout: 600``)."""
+        from ..claude.installed import is_own
+
+        out: dict[str, str] = {}
+        hooks = data.get("hooks")
+        for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
+            for g, group in enumerate(groups if isinstance(groups, list) else ()):
+                inner = group.get("hooks") if isinstance(group, dict) else None
+                for h, hook in enumerate(inner if isinstance(inner, list) else ()):
+                    if not is_own(hook) or "command" not in hook:
+                        continue
+                    handler = {
+                        "async": bool(hook.get("async", False)),
+                        "command": hook["command"],
+                        "timeout": hook.get("timeout", 600),
+                        "type": "command",
+                    }
+                    identity: dict[str, Any] = {"event_name": snake, "hooks": [handler]}
+                    if group.get("matcher") is not None:
+                        identity["matcher"] = group["matcher"]
+                    text = json.dumps(
+                        identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                    )
+                    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+                    out[f"{path}:{snake}:{g}:{h}"] = f"sha256:{digest}"
+        return out
+
 
 CODEX = CodexDialect(
     name="codex",
@@ -73,4 +110,5 @@ CODEX = CodexDialect(
     fails_open=True,
     rewrite_allows=True,
     home_env="CODEX_HOME",
+    trust_config="~/.codex/config.toml",
 )

@@ -19,6 +19,7 @@ import typer
 from .. import jsonio
 from ..agents import DIALECTS, Dialect
 from ..claude.installed import PROJECT_COMMAND, own_hooks
+from . import hook_trust
 from .claude_cmd import bridged_hooks, failure_lines, hook_lines
 from .common import fail, print_json, printable, state
 from .hook_files import (
@@ -28,6 +29,7 @@ from .hook_files import (
     lean_command,
     read_settings,
     with_ours,
+    without_ours,
     write_settings,
     write_without_ours,
 )
@@ -64,6 +66,14 @@ def scope_state(dialect: Dialect, scope: Scope, cwd: Path) -> dict[str, Any]:
     entry["command_problems"] = [
         f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c))
     ]
+    untrusted = hook_trust.untrusted(dialect, path, data)
+    entry["untrusted"] = untrusted or []
+    if untrusted:
+        entry["command_problems"].append(
+            f"{len(untrusted)} of kodelet's entries are not trusted by {dialect.title}, which"
+            f" will not run them: `kodelet {dialect.name} install --scope {scope.value}`"
+            " records the trust"
+        )
     return entry
 
 
@@ -85,9 +95,15 @@ def _change(
         if install:
             command = hook_command(dialect, scope)
             ours = [(e, {"type": "command", "command": command}) for e in dialect.hook_events()]
-            typer.echo(write_settings(path, old, data, with_ours(data, ours), dry_run))
+            new = with_ours(data, ours)
+            typer.echo(write_settings(path, old, data, new, dry_run))
         else:
+            new = without_ours(data)
             typer.echo(write_without_ours(path, old or "", data, dry_run, keys))
+        if trusted := hook_trust.change(dialect, path, data, new, dry_run):
+            typer.echo(trusted)
+    except SettingsError as exc:
+        fail(str(exc), 1)
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
     if install and not dry_run:
