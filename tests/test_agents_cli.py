@@ -191,3 +191,41 @@ def test_a_broken_codex_config_is_named_and_left_alone(tmp_path: Path, isolated_
     assert proc.returncode == 1
     assert proc.stderr.startswith("kodelet: error: ") and "not valid TOML" in proc.stderr
     assert config.read_text() == "[model\n"
+
+
+def test_readme_installs_one_guard_into_two_agents(tmp_path: Path, isolated_home: Path) -> None:
+    """README's "Inside your agent" commands, pasted after its guardrail: the command each
+    agent's file now runs blocks the guardrail's ``rm -rf`` in that agent's own form."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    guard = re.search(r"```bash\n(mkdir -p \.kodelet/hooks\n.*?)```", readme, re.S)
+    section = readme.split("\n## Inside your agent\n", 1)[1]
+    inside = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert guard and inside, "README lost its guardrail or its agents' commands"
+    kodelet_cmd = f"{sys.executable} -m kodelet "
+    script = (guard.group(1) + inside.group(1)).replace("kodelet ", kodelet_cmd)
+    script = script.replace(f"{kodelet_cmd}codex uninstall", "true")  # keep it to check
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for agent, where, tool in [
+        ("claude", ".claude/settings.json", "Bash"),
+        ("codex", ".codex/hooks.json", "exec_command"),
+    ]:
+        data = json.loads((tmp_path / where).read_text())
+        command = commands(data)["PreToolUse"][0].replace("kodelet ", kodelet_cmd)
+        call = {
+            "session_id": "s",
+            "cwd": str(tmp_path),
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": {"command": "rm -rf /"},
+            "tool_use_id": "t",
+        }
+        proc = subprocess.run(command, shell=True, input=json.dumps(call), cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        specific = json.loads(proc.stdout)["hookSpecificOutput"]
+        assert specific["permissionDecision"] == "deny", agent
+        assert specific["permissionDecisionReason"] == "no rm -rf here", agent
