@@ -12,21 +12,12 @@ from typing import Any
 
 import pytest
 
+from tests.test_claude_bridge import kodelet
+
 AGENTS = {
     "codex": (".codex/hooks.json", ["UserPromptSubmit", "PreToolUse", "PostToolUse"]),
     "qwen": (".qwen/settings.json", ["PreToolUse", "PostToolUse", "PostToolUseFailure"]),
 }
-
-
-def kodelet(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
-    return subprocess.run(
-        [sys.executable, "-m", "kodelet", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def commands(data: dict[str, Any]) -> dict[str, list[str]]:
@@ -84,10 +75,12 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path, agent: str) 
     assert not (tmp_path / AGENTS[agent][0]).exists()
 
 
-def test_user_scope_runs_the_lean_client_and_follows_codex_home(tmp_path: Path) -> None:
+def test_user_scope_runs_the_lean_client_and_follows_codex_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     elsewhere = tmp_path / "codex-home"
-    env = {**os.environ, "CODEX_HOME": str(elsewhere)}
-    proc = kodelet("codex", "install", "--scope", "user", cwd=tmp_path, env=env)
+    monkeypatch.setenv("CODEX_HOME", str(elsewhere))
+    proc = kodelet("codex", "install", "--scope", "user", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     command = commands(json.loads((elsewhere / "hooks.json").read_text()))["PreToolUse"][0]
     assert command.startswith(f"{sys.executable} -I -S ")
@@ -139,14 +132,16 @@ def test_status_says_where_what_runs_and_that_codex_fails_open(project: Path) ->
     assert "fails open: Codex lets a call through" in text
 
 
-def test_agents_lists_where_kodelet_is_connected(tmp_path: Path, isolated_home: Path) -> None:
+def test_agents_lists_where_kodelet_is_connected(
+    tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "qwen").write_text("#!/bin/sh\n")
     (bindir / "qwen").chmod(0o755)
     assert kodelet("codex", "install", cwd=tmp_path).returncode == 0
-    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}/usr/bin:/bin"}
-    data = json.loads(kodelet("agents", "--json", cwd=tmp_path, env=env).stdout)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}/usr/bin:/bin")
+    data = json.loads(kodelet("agents", "--json", cwd=tmp_path).stdout)
     rows = {r["agent"]: r for r in data["agents"]}
     assert {"claude", "codex", "qwen"} <= set(rows)
     assert rows["qwen"]["binary"] == str(bindir / "qwen")

@@ -8,17 +8,18 @@ run did is read from facts: the files its tools wrote, what the model was sent b
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
+import pytest
 
+from tests.e2e.conftest import kodelet
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
 from tests.e2e.openai_api import OpenAIAPI, Script, Turn
-
-__all__ = ["CODEX", "QWEN", "Pin", "Run", "install", "run_codex", "run_qwen"]
 
 
 @attrs.frozen
@@ -106,19 +107,61 @@ def agent_env(home: Path, path_prefix: Sequence[str], **extra: str) -> dict[str,
     return env
 
 
-def _run(
-    command: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float
-) -> tuple[int, str, str]:
-    done = subprocess.run(
-        list(command),
-        cwd=cwd,
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-    return done.returncode, done.stdout, done.stderr
+Launch = Callable[[OpenAIAPI, "Agent", Sequence[str]], tuple[list[str], dict[str, str]]]
+"""(command, environment beside :func:`agent_env`) of one run against the stand-in."""
+
+
+@attrs.define
+class Agent:
+    """One pinned CLI in one project and fresh HOME, with ``kodelet`` beside the tests."""
+
+    name: str
+    entry: Path
+    project: Path
+    home: Path
+    venv_bin: Path
+    launch: Launch
+
+    def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
+
+    def run(
+        self,
+        turns: list[Turn] | Script,
+        *,
+        on_path: bool = True,
+        args: Sequence[str] = (),
+        timeout: float = 90,
+    ) -> Run:
+        """One session in the project against the stand-in; ``on_path=False`` leaves
+        ``kodelet`` off PATH (as on a machine where it is not installed)."""
+        script = turns if isinstance(turns, Script) else Script(turns)
+        with OpenAIAPI(script) as api:
+            command, extra = self.launch(api, self, args)
+            env = agent_env(self.home, [str(self.venv_bin)] if on_path else [], **extra)
+            done = subprocess.run(
+                command,
+                cwd=self.project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+            )
+            return Run(api, done.returncode, done.stdout, done.stderr)
+
+
+def connected(pin: Pin, launch: Launch, project: Path, home: Path, venv_bin: Path) -> Agent:
+    """The agent with the guard in ``.kodelet/hooks`` and kodelet installed in the
+    project; the test fails (never skips) when the pinned CLI cannot be had."""
+    try:
+        entry = install(pin)
+    except (InstallError, OSError) as exc:
+        pytest.fail(f"cannot install {pin.name} {pin.version}: {exc}", pytrace=False)
+    agent = Agent(pin.name, entry, project, home, venv_bin, launch)
+    write_hook(project, "guard", GUARD)
+    agent.kodelet(pin.name, "install")
+    return agent
 
 
 def codex_config(project: Path) -> str:
@@ -138,63 +181,28 @@ trust_level = "trusted"
 """
 
 
-def run_codex(
-    binary: Path,
-    project: Path,
-    home: Path,
-    turns: list[Turn] | Script,
-    *,
-    path_prefix: Sequence[str] = (),
-    args: Sequence[str] = (),
-    prompt: str = "go",
-    timeout: float = 90,
-) -> Run:
-    """``codex exec PROMPT`` in ``project`` against the stand-in Responses API. Hooks
-    run only as trusted by ``config.toml`` (``kodelet codex install`` records it)."""
-    script = turns if isinstance(turns, Script) else Script(turns)
-    with OpenAIAPI(script) as api:
-        config = home / ".codex" / "config.toml"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        text = config.read_text() if config.exists() else ""
-        if "model_provider" not in text:
-            config.write_text(codex_config(project) + "\n" + text)
-        command = [
-            str(binary),
-            "exec",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "-c",
-            f'model_providers.standin.base_url="{api.url}"',
-            *args,
-            prompt,
-        ]
-        env = agent_env(home, path_prefix)
-        return Run(api, *_run(command, project, env, timeout))
+def codex(api: OpenAIAPI, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``codex exec go`` against the stand-in Responses API. Hooks run only as trusted
+    by ``config.toml`` (``kodelet codex install`` records it)."""
+    config = agent.home / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    text = config.read_text() if config.exists() else ""
+    if "model_provider" not in text:
+        config.write_text(codex_config(agent.project) + "\n" + text)
+    base_url = f'model_providers.standin.base_url="{api.url}"'
+    command = [str(agent.entry), "exec", "--dangerously-bypass-approvals-and-sandbox"]
+    return [*command, "-c", base_url, *args, "go"], {}
 
 
-def run_qwen(
-    entry: Path,
-    project: Path,
-    home: Path,
-    turns: list[Turn] | Script,
-    *,
-    path_prefix: Sequence[str] = (),
-    args: Sequence[str] = (),
-    prompt: str = "go",
-    timeout: float = 90,
-) -> Run:
-    """``qwen -p PROMPT --yolo`` in ``project`` against the stand-in Chat Completions API."""
-    script = turns if isinstance(turns, Script) else Script(turns)
-    with OpenAIAPI(script) as api:
-        command = ["node", str(entry), "-p", prompt, "--yolo", "--auth-type", "openai", *args]
-        env = agent_env(
-            home,
-            path_prefix,
-            OPENAI_BASE_URL=api.url,
-            OPENAI_API_KEY="sk-standin",
-            OPENAI_MODEL="standin",
-            QWEN_CODE_SUPPRESS_YOLO_WARNING="1",
-        )
-        return Run(api, *_run(command, project, env, timeout))
+def qwen(api: OpenAIAPI, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``qwen -p go --yolo`` against the stand-in Chat Completions API."""
+    command = ["node", str(agent.entry), "-p", "go", "--yolo", "--auth-type", "openai", *args]
+    return command, {
+        "OPENAI_BASE_URL": api.url,
+        "OPENAI_API_KEY": "sk-standin",
+        "OPENAI_MODEL": "standin",
+        "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+    }
 
 
 GUARD = """#!/bin/bash
@@ -240,8 +248,6 @@ def write_hook(project: Path, name: str, text: str) -> Path:
 
 def seen(project: Path) -> list[dict[str, object]]:
     """The payloads the guard was given."""
-    import json
-
     path = project / ".kodelet" / "seen.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []
     return [json.loads(line) for line in lines if line.strip()]

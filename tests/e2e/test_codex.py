@@ -9,65 +9,25 @@ from facts: the files the shell call wrote, what the model was sent back.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-import attrs
 import pytest
 
-from tests.e2e.agent_clis import (
-    AFTER,
-    CODEX,
-    GUARD,
-    STOP,
-    Run,
-    install,
-    run_codex,
-    seen,
-    write_hook,
-)
-from tests.e2e.conftest import kodelet
+from tests.e2e import agent_clis
+from tests.e2e.agent_clis import AFTER, CODEX, STOP, Agent, connected, seen, write_hook
 from tests.e2e.messages_api import Turn, text, tool
-from tests.e2e.npm import InstallError
-
-
-@pytest.fixture(scope="module")
-def codex_bin() -> Path:
-    """Fails (never skips) when the pinned Codex cannot be had."""
-    try:
-        return install(CODEX)
-    except (InstallError, OSError) as exc:
-        pytest.fail(f"cannot install Codex {CODEX.version}: {exc}", pytrace=False)
-
-
-@attrs.define
-class Codex:
-    binary: Path
-    project: Path
-    home: Path
-    venv_bin: Path
-
-    def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
-
-    def run(self, turns: list[Turn], *, on_path: bool = True, args: tuple[str, ...] = ()) -> Run:
-        prefix = [str(self.venv_bin)] if on_path else []
-        return run_codex(self.binary, self.project, self.home, turns, path_prefix=prefix, args=args)
 
 
 @pytest.fixture
-def codex(codex_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path) -> Codex:
-    agent = Codex(codex_bin, cc_project, isolated_home, venv_bin)
-    write_hook(cc_project, "guard", GUARD)
-    agent.kodelet("codex", "install")
-    return agent
+def codex(cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
+    return connected(CODEX, agent_clis.codex, cc_project, isolated_home, venv_bin)
 
 
 def shell(command: str) -> list[Turn]:
     return [[tool("exec_command", cmd=command)], [text("done")]]
 
 
-def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(codex: Codex) -> None:
+def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(codex: Agent) -> None:
     run = codex.run(shell("touch pwned # danger"))
     assert run.returncode == 0, run.stderr
     assert not (codex.project / "pwned").exists()
@@ -75,21 +35,21 @@ def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(codex: 
     assert seen(codex.project)[0]["tool_name"] == "bash"
 
 
-def test_a_harmless_shell_call_runs(codex: Codex) -> None:
+def test_a_harmless_shell_call_runs(codex: Agent) -> None:
     run = codex.run(shell("echo hello > harmless.txt"))
     assert run.returncode == 0, run.stderr
     assert (codex.project / "harmless.txt").read_text() == "hello\n"
     assert seen(codex.project)[0]["tool_input"] == {"command": "echo hello > harmless.txt"}
 
 
-def test_a_rewrite_runs_the_rewritten_command(codex: Codex) -> None:
+def test_a_rewrite_runs_the_rewritten_command(codex: Agent) -> None:
     run = codex.run(shell("sudo touch root.txt"))
     assert run.returncode == 0, run.stderr
     assert not (codex.project / "root.txt").exists()
     assert (codex.project / "rewritten.txt").read_text() == "rewritten\n"
 
 
-def test_added_context_and_a_follow_up_reach_the_model(codex: Codex) -> None:
+def test_added_context_and_a_follow_up_reach_the_model(codex: Agent) -> None:
     write_hook(codex.project, "stop", STOP)
     write_hook(codex.project, "after", AFTER)
     run = codex.run(shell("echo explain > explained.txt"))
@@ -102,7 +62,7 @@ def test_added_context_and_a_follow_up_reach_the_model(codex: Codex) -> None:
     assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
 
 
-def test_kodelet_failing_blocks_the_prompt(codex: Codex) -> None:
+def test_kodelet_failing_blocks_the_prompt(codex: Agent) -> None:
     """``codex exec`` prints no hook's reason; ``kodelet codex status`` names it."""
     (codex.project / ".kodelet" / "config.toml").write_text("[hooks\n")
     run = codex.run(shell("echo hello > harmless.txt"))
@@ -114,14 +74,14 @@ def test_kodelet_failing_blocks_the_prompt(codex: Codex) -> None:
     assert "config.toml" in status
 
 
-def test_kodelet_missing_lets_the_call_through_as_codex_does(codex: Codex) -> None:
+def test_kodelet_missing_lets_the_call_through_as_codex_does(codex: Agent) -> None:
     """Codex runs a call whose hook command cannot start: the documented gap."""
     run = codex.run(shell("touch pwned # danger"), on_path=False)
     assert run.returncode == 0, run.stderr
     assert (codex.project / "pwned").exists()
 
 
-def test_install_records_codexs_trust_without_which_codex_runs_no_hook(codex: Codex) -> None:
+def test_install_records_codexs_trust_without_which_codex_runs_no_hook(codex: Agent) -> None:
     """``codex exec`` runs only reviewed hooks: install records the review of kodelet's
     own entries in Codex's config.toml; without it Codex lets the call through, and
     ``kodelet codex status`` says so."""
@@ -140,7 +100,7 @@ def test_install_records_codexs_trust_without_which_codex_runs_no_hook(codex: Co
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
 
 
-def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Codex) -> None:
+def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Agent) -> None:
     codex.kodelet("codex", "uninstall")
     codex.kodelet("codex", "install", "--scope", "user")
     hooks = json.loads((codex.home / ".codex" / "hooks.json").read_text())
@@ -151,7 +111,7 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Codex) -> None:
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
 
 
-def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Codex) -> None:
+def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Agent) -> None:
     codex.kodelet("codex", "uninstall")
     config = codex.home / ".codex" / "config.toml"
     assert "hooks.state" not in config.read_text()  # kodelet's trust records went too

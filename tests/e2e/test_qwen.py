@@ -10,55 +10,25 @@ facts: the files the shell call wrote, what the model was sent back.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-import attrs
 import pytest
 
-from tests.e2e.agent_clis import AFTER, GUARD, QWEN, STOP, Run, install, run_qwen, seen, write_hook
-from tests.e2e.conftest import kodelet
+from tests.e2e import agent_clis
+from tests.e2e.agent_clis import AFTER, QWEN, STOP, Agent, connected, seen, write_hook
 from tests.e2e.messages_api import Turn, text, tool
-from tests.e2e.npm import InstallError
-
-
-@pytest.fixture(scope="module")
-def qwen_entry() -> Path:
-    """Fails (never skips) when the pinned Qwen Code cannot be had."""
-    try:
-        return install(QWEN)
-    except (InstallError, OSError) as exc:
-        pytest.fail(f"cannot install Qwen Code {QWEN.version}: {exc}", pytrace=False)
-
-
-@attrs.define
-class Qwen:
-    entry: Path
-    project: Path
-    home: Path
-    venv_bin: Path
-
-    def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
-
-    def run(self, turns: list[Turn], *, on_path: bool = True) -> Run:
-        prefix = [str(self.venv_bin)] if on_path else []
-        return run_qwen(self.entry, self.project, self.home, turns, path_prefix=prefix)
 
 
 @pytest.fixture
-def qwen(qwen_entry: Path, cc_project: Path, isolated_home: Path, venv_bin: Path) -> Qwen:
-    agent = Qwen(qwen_entry, cc_project, isolated_home, venv_bin)
-    write_hook(cc_project, "guard", GUARD)
-    agent.kodelet("qwen", "install")
-    return agent
+def qwen(cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
+    return connected(QWEN, agent_clis.qwen, cc_project, isolated_home, venv_bin)
 
 
 def shell(command: str) -> list[Turn]:
     return [[tool("run_shell_command", command=command)], [text("done")]]
 
 
-def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(qwen: Qwen) -> None:
+def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(qwen: Agent) -> None:
     run = qwen.run(shell("touch pwned # danger"))
     assert run.returncode == 0, run.stderr
     assert not (qwen.project / "pwned").exists()
@@ -66,14 +36,14 @@ def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(qwen: Q
     assert seen(qwen.project)[0]["tool_name"] == "bash"
 
 
-def test_a_harmless_shell_call_runs(qwen: Qwen) -> None:
+def test_a_harmless_shell_call_runs(qwen: Agent) -> None:
     run = qwen.run(shell("echo hello > harmless.txt"))
     assert run.returncode == 0, run.stderr
     assert (qwen.project / "harmless.txt").read_text() == "hello\n"
     assert seen(qwen.project)[0]["tool_input"] == {"command": "echo hello > harmless.txt"}
 
 
-def test_a_rewrite_blocks_the_call_and_names_the_rewritten_one(qwen: Qwen) -> None:
+def test_a_rewrite_blocks_the_call_and_names_the_rewritten_one(qwen: Agent) -> None:
     """Qwen Code 0.24.4 ignores a PreToolUse hook's updatedInput: the call as asked must
     not run, so the model is told the rewritten call to make instead."""
     run = qwen.run(shell("sudo touch root.txt"))
@@ -82,7 +52,7 @@ def test_a_rewrite_blocks_the_call_and_names_the_rewritten_one(qwen: Qwen) -> No
     assert '{"command": "echo rewritten > rewritten.txt"}' in run.tool_outputs()[0]
 
 
-def test_added_context_and_a_follow_up_reach_the_model(qwen: Qwen) -> None:
+def test_added_context_and_a_follow_up_reach_the_model(qwen: Agent) -> None:
     write_hook(qwen.project, "stop", STOP)
     write_hook(qwen.project, "after", AFTER)
     run = qwen.run(shell("echo explain > explained.txt"))
@@ -95,7 +65,7 @@ def test_added_context_and_a_follow_up_reach_the_model(qwen: Qwen) -> None:
     assert "kodelet context: the build dir is generated" not in said
 
 
-def test_only_the_users_prompts_are_user_messages(qwen: Qwen) -> None:
+def test_only_the_users_prompts_are_user_messages(qwen: Agent) -> None:
     """Qwen Code fires UserPromptSubmit with an empty prompt after each tool round."""
     out = qwen.project / ".kodelet" / "prompts.jsonl"
     hook = '#!/bin/bash\n[ "$1" = hook ] && { echo user_message_send; exit 0; }\n'
@@ -105,7 +75,7 @@ def test_only_the_users_prompts_are_user_messages(qwen: Qwen) -> None:
     assert prompts == ["go"]
 
 
-def test_kodelet_failing_blocks_the_prompt(qwen: Qwen) -> None:
+def test_kodelet_failing_blocks_the_prompt(qwen: Agent) -> None:
     """``qwen -p`` prints no hook's reason; ``kodelet qwen status`` names it."""
     (qwen.project / ".kodelet" / "config.toml").write_text("[hooks\n")
     run = qwen.run(shell("echo hello > harmless.txt"))
@@ -116,14 +86,14 @@ def test_kodelet_failing_blocks_the_prompt(qwen: Qwen) -> None:
     assert "config.toml" in status
 
 
-def test_kodelet_missing_lets_the_call_through_as_qwen_does(qwen: Qwen) -> None:
+def test_kodelet_missing_lets_the_call_through_as_qwen_does(qwen: Agent) -> None:
     """Qwen Code runs a call whose hook command cannot start: the documented gap."""
     run = qwen.run(shell("touch pwned # danger"), on_path=False)
     assert run.returncode == 0, run.stderr
     assert (qwen.project / "pwned").exists()
 
 
-def test_uninstall_leaves_qwens_settings_as_they_were(qwen: Qwen) -> None:
+def test_uninstall_leaves_qwens_settings_as_they_were(qwen: Agent) -> None:
     qwen.kodelet("qwen", "uninstall")
     settings = qwen.project / ".qwen" / "settings.json"
     marker = qwen.project / "own-hook-ran"

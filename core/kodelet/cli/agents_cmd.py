@@ -16,7 +16,6 @@ from typing import Any
 
 import typer
 
-from .. import jsonio
 from ..agents import DIALECTS, Dialect
 from ..claude.installed import PROJECT_COMMAND, own_hooks
 from . import hook_trust
@@ -24,7 +23,7 @@ from .claude_cmd import bridged_hooks, failure_lines, hook_lines
 from .common import fail, print_json, printable, state
 from .hook_files import (
     SettingsError,
-    check_writable,
+    begin_change,
     command_problem,
     lean_command,
     read_settings,
@@ -82,15 +81,10 @@ def _change(
 ) -> None:
     path = config_path(dialect, scope, state(ctx).cwd)
     keys = dialect.settings_keys
-    ctx.with_resource(jsonio.editing(path.parent))  # kodelet's edits never interleave
-    try:
-        check_writable(path)
-        old, data = read_settings(path, f"{dialect.title} hooks", keys)
-    except SettingsError as exc:
-        fail(str(exc), 1)
-    if not install and old is None:
-        typer.echo(f"not installed: {path} does not exist")
+    opened = begin_change(ctx, path, install, f"{dialect.title} hooks", keys)
+    if opened is None:
         return
+    old, data = opened
     try:
         if install:
             command = hook_command(dialect, scope)
@@ -127,11 +121,12 @@ def agent_app(dialect: Dialect) -> typer.Typer:
         no_args_is_help=True,
     )
 
+    scope_option = typer.Option(Scope.project, "--scope", help=scope_help)
+    dry_run_option = typer.Option(False, "--dry-run", help="Print the diff; write nothing.")
+
     @app.command("install", help=f"Make {title} call kodelet for tool calls, prompts and stops.")
     def install(
-        ctx: typer.Context,
-        scope: Scope = typer.Option(Scope.project, "--scope", help=scope_help),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+        ctx: typer.Context, scope: Scope = scope_option, dry_run: bool = dry_run_option
     ) -> None:
         _change(ctx, dialect, scope, dry_run, install=True)
 
@@ -139,9 +134,7 @@ def agent_app(dialect: Dialect) -> typer.Typer:
         "uninstall", help=f"Remove kodelet's entries from {title}'s hooks; the rest stays."
     )
     def uninstall(
-        ctx: typer.Context,
-        scope: Scope = typer.Option(Scope.project, "--scope", help=scope_help),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+        ctx: typer.Context, scope: Scope = scope_option, dry_run: bool = dry_run_option
     ) -> None:
         _change(ctx, dialect, scope, dry_run, install=False)
 

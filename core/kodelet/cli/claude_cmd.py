@@ -14,14 +14,13 @@ from typing import Any
 
 import typer
 
-from .. import jsonio
 from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 from .hook_files import (
     SettingsError,
-    check_writable,
+    begin_change,
     command_problem,
     lean_command,
     read_settings,
@@ -123,15 +122,10 @@ def _change(
 ) -> None:
     cwd = state(ctx).cwd
     path = settings_path(scope, cwd)
-    ctx.with_resource(jsonio.editing(path.parent))  # kodelet's edits never interleave
-    try:
-        check_writable(path)
-        old, data = read_settings(path)
-    except SettingsError as exc:
-        fail(str(exc), 1)
-    if not install and old is None:
-        typer.echo(f"not installed: {path} does not exist")
+    opened = begin_change(ctx, path, install)
+    if opened is None:
         return
+    old, data = opened
     try:
         if install:
             http = _http_entry(cwd, scope, dry_run) if transport is Transport.http else None

@@ -24,9 +24,12 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
+import typer
+
 from .. import jsonio
 from ..adapters.claude_settings import SettingsFileError, read_settings_file
 from ..claude.installed import is_own
+from .common import fail
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 """Events whose groups get ``"matcher": "*"``: every tool."""
@@ -189,6 +192,29 @@ def write_without_ours(
     if not new:
         return f"removed {path}: it held only kodelet's entries"
     return f"wrote {path} (as it was before install; {bak.name} removed)"
+
+
+def begin_change(
+    ctx: typer.Context,
+    path: Path,
+    install: bool,
+    what: str = "settings",
+    keys: Collection[str] = (),
+) -> tuple[str | None, dict[str, Any]] | None:
+    """(text, data) of the hook file an install or uninstall is about to change, its
+    folder locked for the rest of the command so kodelet's edits never interleave; None
+    (said on stdout) when there is nothing to uninstall. A file kodelet must not write
+    ends the command with the reason."""
+    ctx.with_resource(jsonio.editing(path.parent))
+    try:
+        check_writable(path)
+        old, data = read_settings(path, what, keys)
+    except SettingsError as exc:
+        fail(str(exc), 1)
+    if not install and old is None:
+        typer.echo(f"not installed: {path} does not exist")
+        return None
+    return old, data
 
 
 def check_writable(path: Path) -> None:
