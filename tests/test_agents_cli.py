@@ -86,6 +86,10 @@ def test_user_scope_runs_the_lean_client_and_follows_codex_home(
     assert command.startswith(f"{sys.executable} -I -S ")
     assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex")
     assert not (Path.home() / ".codex").exists()
+    proc = kodelet("codex", "uninstall", "--scope", "user", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not (elsewhere / "hooks.json").exists()  # the lean client's entries are kodelet's
+    assert "hooks.state" not in (elsewhere / "config.toml").read_text()
 
 
 def test_qwens_hook_settings_are_not_events(tmp_path: Path) -> None:
