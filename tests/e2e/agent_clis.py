@@ -94,9 +94,13 @@ class Run:
 
 def agent_env(home: Path, path_prefix: Sequence[str], **extra: str) -> dict[str, str]:
     """A fresh HOME; the warm kodelet on, as for a user, in the test's own runtime
-    directory so every warm kodelet the run starts is stopped when the test ends."""
+    directory so every warm kodelet the run starts is stopped when the test ends.
+    ``kodelet`` is on PATH only through ``path_prefix``: folders of the inherited PATH
+    holding one (a nox session's venv) are left out."""
+    inherited = os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+    kept = [d for d in inherited if d and not os.access(os.path.join(d, "kodelet"), os.X_OK)]
     env = {
-        "PATH": os.pathsep.join([*path_prefix, os.environ.get("PATH", "/usr/bin:/bin")]),
+        "PATH": os.pathsep.join([*path_prefix, *kept]),
         "HOME": str(home),
         "LANG": "C.UTF-8",
         **extra,
