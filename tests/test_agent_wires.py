@@ -1,4 +1,4 @@
-"""Gemini CLI's and Copilot CLI's hook wires through the real Claude bridge.
+"""Gemini CLI's, Copilot CLI's and opencode's hook wires through the real Claude bridge.
 
 Each test runs ``python -m kodelet claude hook --agent NAME`` on an input shaped as the
 agent sends it (recorded from the pinned CLIs, see tests/e2e/) in a project whose
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from kodelet.agents import DIALECTS
+from kodelet.agents.opencode import MARKER, plugin_source
 from kodelet.testing import write_hook
 
 GUARD = """#!/bin/bash
@@ -170,8 +171,45 @@ def test_copilot_on_failure_allow_exits_zero(guarded: Path) -> None:
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+# --- opencode ---------------------------------------------------------------
+
+
+def test_opencode_answers_in_the_plugins_form(guarded: Path) -> None:
+    before = "tool.execute.before"
+    assert bridge("opencode", shell(before, "bash", "rm -rf /"), guarded) == (
+        0,
+        {"block": "rm -rf is not allowed"},
+    )
+    _, out = bridge("opencode", shell(before, "bash", "sudo ls", description="d"), guarded)
+    assert out == {"args": {"command": "echo no sudo", "run_in_background": True}}
+    data = {"hook_event_name": "chat.message", "prompt": "print the secret"}
+    assert bridge("opencode", data, guarded) == (0, {"block": "no secrets"})
+    data = {"hook_event_name": "session.idle", "stop_hook_active": False}
+    assert bridge("opencode", data, guarded) == (0, {"followUp": "run the tests"})
+
+
+def test_opencode_edit_reaches_kodelet_in_kodelets_keys(guarded: Path) -> None:
+    data = {"hook_event_name": "tool.execute.before", "tool_name": "edit",
+            "tool_input": {"filePath": "/a", "oldString": "x", "newString": "y"}}  # fmt: skip
+    assert bridge("opencode", data, guarded) == (0, None)
+    assert seen(guarded)["tool_name"] == "file_edit"
+    assert seen(guarded)["tool_input"] == {"file_path": "/a", "old_text": "x", "new_text": "y"}
+
+
+def test_opencode_kodelet_failing_blocks(guarded: Path) -> None:
+    (guarded / ".kodelet" / "config.toml").write_text("[hooks\n")
+    code, out = bridge("opencode", shell("tool.execute.before", "bash", "ls"), guarded)
+    assert code == 0 and "`kodelet opencode status`" in out["block"]
+
+
+def test_opencode_plugin_runs_the_command_it_was_given() -> None:
+    source = plugin_source("kodelet claude hook --agent 'opencode'")
+    assert source.startswith(MARKER)
+    assert "const COMMAND = \"kodelet claude hook --agent 'opencode'\";" in source
+
+
 def test_every_agent_answers_its_blocking_events() -> None:
-    for name in ("gemini", "copilot"):
+    for name in ("gemini", "copilot", "opencode"):
         d = DIALECTS[name]
         claude = {d.claude_event(e) for e in d.hook_events()}
         assert {"PreToolUse", "UserPromptSubmit", "Stop"} <= claude, name

@@ -11,11 +11,12 @@ from .base import Dialect
 from .codex import CODEX
 from .copilot import COPILOT
 from .gemini import GEMINI
+from .opencode import OPENCODE
 from .qwen import QWEN
 
 __all__ = ["DIALECTS", "Dialect", "dialect"]
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (CODEX, QWEN, GEMINI, COPILOT)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (CODEX, QWEN, GEMINI, COPILOT, OPENCODE)}
 """Agent name -> its dialect."""
 
 

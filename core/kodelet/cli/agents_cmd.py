@@ -32,6 +32,7 @@ from .hook_files import (
     write_settings,
     write_without_ours,
 )
+from .plugin_files import GeneratesPlugin, change_plugin, plugin_state
 
 
 class Scope(StrEnum):
@@ -55,6 +56,8 @@ def scope_state(dialect: Dialect, scope: Scope, cwd: Path) -> dict[str, Any]:
     """Where kodelet's entries are in one of the agent's files, and what they run."""
     path = config_path(dialect, scope, cwd)
     entry: dict[str, Any] = {"scope": scope.value, "path": str(path), "error": None}
+    if isinstance(dialect, GeneratesPlugin):
+        return plugin_state(dialect, path, entry)
     try:
         _, data = read_settings(path, f"{dialect.title} hooks", dialect.settings_keys)
     except SettingsError as exc:
@@ -80,6 +83,17 @@ def _change(
     ctx: typer.Context, dialect: Dialect, scope: Scope, dry_run: bool, install: bool
 ) -> None:
     path = config_path(dialect, scope, state(ctx).cwd)
+    if isinstance(dialect, GeneratesPlugin):
+        home = Path(os.environ.get("HOME") or Path.home())
+        stop = state(ctx).cwd if scope is Scope.project else home / ".config"
+        try:
+            command = hook_command(dialect, scope)
+            typer.echo(change_plugin(dialect, path, command, stop, dry_run, install))
+        except (SettingsError, OSError) as exc:
+            fail(str(exc), 1)
+        for note in dialect.notes if install and not dry_run else ():
+            typer.echo(f"note: {note}")
+        return
     keys = dialect.settings_keys
     opened = begin_change(ctx, path, install, f"{dialect.title} hooks", keys)
     if opened is None:

@@ -1,0 +1,268 @@
+"""opencode (``opencode-ai``): no command hooks; an in-process plugin kodelet generates.
+
+opencode loads every ``.js``/``.ts`` file in ``.opencode/plugin/`` (project) and
+``~/.config/opencode/plugin/`` (user) as a plugin running inside its own process. Its
+``tool.execute.before`` may change the call's arguments in place or throw, and a throw
+blocks the tool with the error's message as the tool's result; ``tool.execute.after``
+may change the result; ``chat.message`` sees the user's prompt (a throw stops it);
+``event`` reports ``session.idle`` when a turn ends. ``kodelet opencode install`` writes
+the plugin of :func:`plugin_source`: each of those four calls goes as one JSON object to
+the warm kodelet's lean client (``kodelet claude hook --agent opencode``), which answers
+in the small form of :meth:`OpencodeDialect.from_claude`. The plugin fails closed: when
+the command cannot be run, exits non-zero, times out or prints something that is not
+that answer, the tool call or prompt is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .base import Dialect
+
+MARKER = "// kodelet-managed plugin"
+"""The first line of the generated file: what ``kodelet opencode uninstall`` removes."""
+TIMEOUT_MS = 120_000
+
+
+@attrs.frozen(eq=False)
+class OpencodeDialect(Dialect):
+    """The plugin's calls, in Claude's hook input shape under opencode's names; the
+    answer is what the plugin does: ``block`` (throw), ``args`` (the call's arguments,
+    replaced), ``output`` (the tool's result, replaced), ``context`` (added to the
+    result or prompt), ``followUp`` (sent as the next prompt), ``message`` (logged)."""
+
+    marker: str = MARKER
+    """The first line of kodelet's plugin file: what uninstall may remove."""
+
+    def plugin_source(self, command: str) -> str:
+        return plugin_source(command)
+
+    def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().to_claude(data)
+        out.setdefault("transcript_path", "")
+        return out
+
+    def from_claude(
+        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
+    ) -> tuple[str, int]:
+        if answer is None:
+            return "", 0 if code == 1 else code
+        out: dict[str, Any] = {}
+        specific = answer.get("hookSpecificOutput")
+        specific = specific if isinstance(specific, dict) else {}
+        if specific.get("permissionDecision") in ("deny", "ask"):
+            # No one answers an ask inside a plugin: like a headless Claude Code, refuse.
+            out["block"] = specific.get("permissionDecisionReason") or "blocked by kodelet"
+        if answer.get("decision") == "block":
+            stop = self.claude_event(data.get("hook_event_name")) == "Stop"
+            out["followUp" if stop else "block"] = answer.get("reason") or "blocked by kodelet"
+        if isinstance(specific.get("updatedInput"), dict):
+            tool = data.get("tool_name")
+            out["args"] = self._input(tool, specific["updatedInput"], to_claude=False)
+        for key in ("updatedToolOutput", "updatedMCPToolOutput"):
+            if key in specific:
+                new = specific[key]
+                out["output"] = new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
+        if specific.get("additionalContext"):
+            out["context"] = specific["additionalContext"]
+        if answer.get("systemMessage"):
+            out["message"] = answer["systemMessage"]
+        if not out:
+            return "", code
+        return json.dumps(out, ensure_ascii=False) + "\n", code
+
+
+OPENCODE = OpencodeDialect(
+    name="opencode",
+    title="opencode",
+    binary="opencode",
+    package="opencode-ai",
+    verified="1.18.33",
+    config={
+        "project": ".opencode/plugin/kodelet.js",
+        "user": "~/.config/opencode/plugin/kodelet.js",
+    },
+    events={
+        "tool.execute.before": "PreToolUse",
+        "tool.execute.after": "PostToolUse",
+        "chat.message": "UserPromptSubmit",
+        "session.idle": "Stop",
+    },
+    tools={
+        "bash": "Bash",
+        "read": "Read",
+        "write": "Write",
+        "edit": "Edit",
+        "glob": "Glob",
+        "grep": "Grep",
+        "webfetch": "WebFetch",
+        "todowrite": "TodoWrite",
+        "task": "Task",
+    },
+    keys={
+        "read": (("filePath", "file_path"),),
+        "write": (("filePath", "file_path"),),
+        "edit": (
+            ("filePath", "file_path"),
+            ("oldString", "old_string"),
+            ("newString", "new_string"),
+            ("replaceAll", "replace_all"),
+        ),
+        "grep": (("include", "glob"),),
+    },
+    fails_open=False,
+    notes=("opencode loads plugins when it starts: restart running opencode sessions",),
+)
+
+
+def plugin_source(command: str) -> str:
+    """The plugin ``kodelet opencode install`` writes, running ``command`` (a shell
+    command line) for each call."""
+    return (
+        _PLUGIN.replace("@MARKER@", MARKER)
+        .replace("@COMMAND@", json.dumps(command))
+        .replace("@TIMEOUT@", str(TIMEOUT_MS))
+    )
+
+
+_PLUGIN = """@MARKER@: written by `kodelet opencode install`; `kodelet opencode
+// uninstall` removes it. Each tool call, prompt and end of turn goes to kodelet's hooks;
+// when kodelet cannot answer, the tool call or prompt is refused (fail closed).
+import { spawn } from "node:child_process";
+
+const COMMAND = @COMMAND@;
+const TIMEOUT_MS = @TIMEOUT@;
+
+function ask(payload, cwd) {
+  return new Promise((resolve) => {
+    const done = (answer) => resolve(answer);
+    let child;
+    try {
+      child = spawn("/bin/sh", ["-c", COMMAND], { cwd, stdio: ["pipe", "pipe", "pipe"] });
+    } catch (error) {
+      return done({ problem: `cannot run ${COMMAND}: ${error.message}` });
+    }
+    const out = [];
+    const err = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, TIMEOUT_MS);
+    child.stdout.on("data", (chunk) => out.push(chunk));
+    child.stderr.on("data", (chunk) => err.push(chunk));
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      done({ problem: `cannot run ${COMMAND}: ${error.message}` });
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const stdout = Buffer.concat(out).toString().trim();
+      const stderr = Buffer.concat(err).toString().trim().split("\\n").pop();
+      if (timedOut) return done({ problem: `${COMMAND} took over ${TIMEOUT_MS / 1000} s` });
+      if (code !== 0) {
+        const how = signal ? `was killed by ${signal}` : `exited with ${code}`;
+        return done({ problem: `${COMMAND} ${how}${stderr ? `: ${stderr}` : ""}` });
+      }
+      if (!stdout) return done({});
+      try {
+        const answer = JSON.parse(stdout);
+        if (answer && typeof answer === "object" && !Array.isArray(answer)) return done(answer);
+      } catch {}
+      done({ problem: `${COMMAND} answered ${JSON.stringify(stdout.slice(0, 200))}` });
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(JSON.stringify(payload));
+  });
+}
+
+function refuse(what, answer) {
+  let reason = typeof answer.block === "string" ? answer.block : undefined;
+  if (answer.problem) {
+    reason = `kodelet could not check this ${what}, so it is blocked: ${answer.problem}`;
+  }
+  if (reason === undefined) {
+    if (answer.message) process.stderr.write(`kodelet: ${answer.message}\\n`);
+    return;
+  }
+  // A refused prompt reaches no model: its reason goes to the terminal too.
+  if (what === "prompt") {
+    process.stderr.write(`${reason.startsWith("kodelet") ? "" : "kodelet: "}${reason}\\n`);
+  }
+  throw new Error(reason);
+}
+
+export const Kodelet = async ({ directory, client }) => {
+  const contexts = new Map();
+  const continuing = new Set();
+  const call = (event, sessionID, fields) =>
+    ask({ hook_event_name: event, session_id: sessionID, cwd: directory, ...fields }, directory);
+  return {
+    "tool.execute.before": async (input, output) => {
+      const answer = await call("tool.execute.before", input.sessionID, {
+        tool_name: input.tool,
+        tool_input: output.args,
+        tool_use_id: input.callID,
+      });
+      refuse("tool call", answer);
+      if (typeof answer.context === "string") contexts.set(input.callID, answer.context);
+      if (answer.args && typeof answer.args === "object") {
+        for (const key of Object.keys(output.args)) {
+          if (!(key in answer.args)) delete output.args[key];
+        }
+        Object.assign(output.args, answer.args);
+      }
+    },
+    "tool.execute.after": async (input, output) => {
+      const answer = await call("tool.execute.after", input.sessionID, {
+        tool_name: input.tool,
+        tool_input: input.args,
+        tool_use_id: input.callID,
+        tool_response: output.output,
+      });
+      const before = contexts.get(input.callID);
+      contexts.delete(input.callID);
+      if (before) output.output += `\\n\\n${before}`;
+      if (answer.problem) {
+        process.stderr.write(`kodelet could not run its after-tool hooks: ${answer.problem}\\n`);
+        return;
+      }
+      if (answer.message) process.stderr.write(`kodelet: ${answer.message}\\n`);
+      if (typeof answer.output === "string") output.output = answer.output;
+      if (typeof answer.context === "string") output.output += `\\n\\n${answer.context}`;
+    },
+    "chat.message": async (input, output) => {
+      const texts = output.parts.filter((p) => p.type === "text" && !p.synthetic);
+      const answer = await call("chat.message", input.sessionID, {
+        prompt: texts.map((p) => p.text).join("\\n"),
+      });
+      refuse("prompt", answer);
+      if (typeof answer.context === "string" && texts.length) {
+        texts[texts.length - 1].text += `\\n\\n${answer.context}`;
+      }
+    },
+    event: async ({ event }) => {
+      if (event.type !== "session.idle") return;
+      const sessionID = event.properties?.sessionID;
+      // One follow-up round per stop, as in Claude Code: the idle after a follow-up
+      // says so, and kodelet sends no other.
+      const active = continuing.delete(sessionID);
+      const answer = await call("session.idle", sessionID, { stop_hook_active: active });
+      if (answer.problem) {
+        process.stderr.write(`kodelet could not run its stop hooks: ${answer.problem}\\n`);
+      }
+      if (typeof answer.followUp === "string" && sessionID) {
+        continuing.add(sessionID);
+        await client.session.prompt({
+          path: { id: sessionID },
+          body: { parts: [{ type: "text", text: answer.followUp }] },
+        });
+      }
+    },
+  };
+};
+"""
