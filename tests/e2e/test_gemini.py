@@ -144,13 +144,15 @@ def test_a_follow_up_reaches_the_model(gemini: Gemini) -> None:
     assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
 
 
-def test_kodelet_failing_blocks_the_call_with_what_to_fix(gemini: Gemini) -> None:
+def test_kodelet_failing_blocks_the_prompt_with_what_to_fix(gemini: Gemini) -> None:
+    """The prompt itself is refused (BeforeAgent), the reason on the terminal."""
     (gemini.project / ".kodelet" / "config.toml").write_text("[hooks\n")
-    run = gemini.run(shell("echo hello > harmless.txt"), prompt="go on")
+    run = gemini.run(shell("echo hello > harmless.txt"))
     assert not (gemini.project / "harmless.txt").exists()
-    said = run.api.seen_by_model() + run.stdout + run.stderr
-    assert "config.toml" in said
-    assert "`kodelet gemini status`" in said
+    assert not run.api.main_requests()
+    assert "Agent execution blocked: kodelet could not check this prompt" in run.stderr
+    assert "config.toml" in run.stderr
+    assert "`kodelet gemini status`" in run.stderr
 
 
 def test_kodelet_missing_blocks_the_call(gemini: Gemini) -> None:

@@ -123,4 +123,9 @@ GEMINI = GeminiDialect(
         "grep_search": (("dir_path", "path"), ("include_pattern", "glob")),
     },
     fails_open=True,
+    notes=(
+        "Gemini CLI reads a project's .gemini/settings.json, hooks included, only in a"
+        " trusted folder (trust it in gemini, or GEMINI_CLI_TRUST_WORKSPACE=true);"
+        " --scope user always loads",
+    ),
 )
