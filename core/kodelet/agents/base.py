@@ -30,6 +30,11 @@ Renames = tuple[tuple[str, str], ...]
 """(agent key, Claude key) pairs."""
 
 
+def printed(out: Mapping[str, Any], code: int) -> tuple[str, int]:
+    """(stdout, exit code) of an answer document: nothing printed when it is empty."""
+    return (json.dumps(out, ensure_ascii=False) + "\n" if out else ""), code
+
+
 @attrs.frozen(eq=False)
 class Dialect:
     """One agent's hooks as data. ``config`` paths start with ``~/`` (the user's home)
@@ -171,4 +176,4 @@ class Dialect:
                 elif self.rewrite_allows and "permissionDecision" not in specific:
                     specific["permissionDecision"] = "allow"
             out["hookSpecificOutput"] = specific
-        return json.dumps(out, ensure_ascii=False) + "\n", code
+        return printed(out, code)

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect
+from .base import Dialect, printed
 
 _FILE = (("path", "file_path"),)
 
@@ -64,9 +64,7 @@ class CopilotDialect(Dialect):
                     out["modifiedResult"] = {"resultType": "success", "textResultForLlm": result}
             if set(specific) <= {"hookEventName"}:
                 out.pop("hookSpecificOutput")
-        if not out:
-            return "", code
-        return json.dumps(out, ensure_ascii=False) + "\n", code
+        return printed(out, code)
 
 
 COPILOT = CopilotDialect(

@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect
+from .base import Dialect, printed
 
 _SAME = ("continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason")
 _DECISIONS = {"deny": "deny", "ask": "ask", "allow": "allow"}
@@ -79,9 +79,7 @@ class GeminiDialect(Dialect):
         if extra:
             event = data.get("hook_event_name")
             out["hookSpecificOutput"] = {"hookEventName": event, **extra} if event else extra
-        if not out:
-            return "", code
-        return json.dumps(out, ensure_ascii=False) + "\n", code
+        return printed(out, code)
 
 
 GEMINI = GeminiDialect(

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect
+from .base import Dialect, printed
 
 MARKER = "// kodelet-managed plugin"
 """The first line of the generated file: what ``kodelet opencode uninstall`` removes."""
@@ -71,9 +71,7 @@ class OpencodeDialect(Dialect):
             out["context"] = specific["additionalContext"]
         if answer.get("systemMessage"):
             out["message"] = answer["systemMessage"]
-        if not out:
-            return "", code
-        return json.dumps(out, ensure_ascii=False) + "\n", code
+        return printed(out, code)
 
 
 OPENCODE = OpencodeDialect(
