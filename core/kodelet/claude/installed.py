@@ -27,7 +27,6 @@ PROJECT_COMMAND = "kodelet claude hook"
 """What a shared (project) settings file gets: found on each teammate's PATH."""
 LEAN_CLIENTS = ("/kodelet/warm/hook.py", "/kodelet/warm/client.py")
 """The warm kodelet's lean client, which local and user settings files run directly."""
-"""What a shared (project) settings file gets: found on each teammate's PATH."""
 
 
 def is_own_command(command: str) -> bool:
