@@ -323,14 +323,13 @@ def to_kodelet_result(
     if event == HookEvent.PRE_TOOL_USE:
         decision = specific.get("permissionDecision")
         reason = specific.get("permissionDecisionReason") or ""
+        updated = specific.get("updatedInput")
         if decision == "deny":
             out.update(blocked=True, reason=reason or "denied by a Claude Code hook")
         elif decision == "ask":
             out.update(ask=True, reason=reason or "a Claude Code hook asks for approval")
-            if isinstance(specific.get("updatedInput"), dict):
-                out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
-        elif decision in ("allow", None) and isinstance(specific.get("updatedInput"), dict):
-            out["input"] = to_kodelet_tool(tool_name, specific["updatedInput"])[1]
+        if decision in ("ask", "allow", None) and isinstance(updated, dict):
+            out["input"] = to_kodelet_tool(tool_name, updated)[1]
     elif mapping.kodelet == Event.AFTER_TOOL_CALL:
         # A blocking PostToolUse hook's reason is feedback for the model.
         if doc.get("decision") == "block" and doc.get("reason"):
