@@ -113,16 +113,7 @@ def test_no_payload_is_an_empty_object(tmp_path: Path, project: Path) -> None:
 
 def test_turn_end_alias_and_exit_0_whatever_hooks_decide(project: Path) -> None:
     write_hook(hooks_dir(project), "deny", BLOCKING_HOOK % "nope")
-    res = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "-p",
-        "-",
-        stdin='{"tool_name": "rm"}',
-    )
+    res = run_before_tool_call(project, '{"tool_name": "rm"}')
     assert res.returncode == 0
     assert json.loads(res.stdout) == {"blocked": True, "reason": "nope"}
     alias = run_kodelet(
@@ -146,18 +137,12 @@ def test_timeout_and_failures_are_traced_not_fatal(project: Path) -> None:
         "zz-crash",
         '#!/bin/sh\n[ "$1" = hook ] && echo before_tool_call && exit 0\nexit 3\n',
     )
-    res = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
+    res = run_before_tool_call(
+        project,
+        '{"tool_name": "bash"}',
         "--timeout",
         "0.5",
         "--trace",
-        "-p",
-        "-",
-        stdin='{"tool_name": "bash"}',
         timeout=20,
     )
     assert res.returncode == 0, res.stderr
@@ -333,16 +318,7 @@ def test_enable_disable_standalone_and_plugin_hooks(tmp_path: Path, project: Pat
     )
     guard = project / ".kodelet/plugins/acme@tools/hooks/guard"
     assert not guard.exists() and guard.with_name("guard.disable").exists()
-    run = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "-p",
-        "-",
-        stdin='{"tool_name": "rm"}',
-    )
+    run = run_before_tool_call(project, '{"tool_name": "rm"}')
     assert json.loads(run.stdout) == {"blocked": True, "reason": "local"}
     assert run_kodelet("--cwd", str(project), "hooks", "enable", "acme/tools/guard").returncode == 0
     assert guard.exists()

@@ -17,7 +17,7 @@ from kodelet.payloads import AgentStopPayload, BeforeToolCallPayload, Message
 from kodelet.runtime import Runtime
 from kodelet.wire import payload_to_wire
 
-from tests.test_repos import git, run_kodelet
+from tests.test_repos import git, run_before_tool_call, run_kodelet
 
 
 def settings(project: Path, hooks: dict[str, Any], name: str = "settings.json") -> Path:
@@ -228,17 +228,8 @@ def test_hooks_run_transcript_option_passes_a_real_one(project: Path, tmp_path: 
     transcript = tmp_path / "session.jsonl"
     transcript.write_text("")
     settings(project, {"PreToolUse": [entry(f"jq -r .transcript_path > {seen}", "Bash")]})
-    ran = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "--transcript",
-        str(transcript),
-        "-p",
-        "-",
-        stdin=json.dumps({"tool_name": "bash"}),
+    ran = run_before_tool_call(
+        project, json.dumps({"tool_name": "bash"}), "--transcript", str(transcript)
     )
     assert ran.returncode == 0, ran.stderr
     assert seen.read_text().strip() == str(transcript)
@@ -326,15 +317,8 @@ def test_discovery_never_asks_a_claude_plugins_scripts_hook(
     listed = run_kodelet("--cwd", str(project), "hooks", "list", "--json")
     names = [r["name"] for r in json.loads(listed.stdout)]
     assert not any(n.startswith("acme/guards/") for n in names), names
-    ran = run_kodelet(
-        "--cwd",
-        str(project),
-        "hooks",
-        "run",
-        "before_tool_call",
-        "-p",
-        "-",
-        stdin=json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}}),
+    ran = run_before_tool_call(
+        project, json.dumps({"tool_name": "bash", "tool_input": {"command": "ls"}})
     )
     expected = (
         {"blocked": True, "reason": "plugin guard"} if with_hooks_json else {"blocked": False}
