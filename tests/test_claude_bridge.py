@@ -143,15 +143,15 @@ def pre_tool(project: Path, command: str, tool: str = "Bash") -> dict[str, Any]:
     )
 
 
+def decided(decision: str, reason: str) -> dict[str, Any]:
+    """Claude Code's answer for a PreToolUse hook that decides, with its reason."""
+    specific = {"permissionDecision": decision, "permissionDecisionReason": reason}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **specific}}
+
+
 def test_pre_tool_use_blocked_is_a_deny(claude_project: Path) -> None:
     out = answered(hook(pre_tool(claude_project, "rm -rf /")))
-    assert out == {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": "rm -rf is not allowed",
-        }
-    }
+    assert out == decided("deny", "rm -rf is not allowed")
     payload = seen(claude_project, "before_tool_call")
     assert payload["tool_name"] == "bash"
     assert payload["conv_id"] == "a1b2c3d4-session"
@@ -174,13 +174,7 @@ def test_pre_tool_use_rewrite_is_updated_input(claude_project: Path) -> None:
 
 def test_pre_tool_use_ask_is_claude_codes_ask(claude_project: Path) -> None:
     out = answered(hook(pre_tool(claude_project, "git push")))
-    assert out == {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "ask",
-            "permissionDecisionReason": "pushing needs a yes",
-        }
-    }
+    assert out == decided("ask", "pushing needs a yes")
     rewritten = answered(hook(pre_tool(claude_project, "curl example.com")))
     assert rewritten["hookSpecificOutput"] == {
         "hookEventName": "PreToolUse",
@@ -199,13 +193,7 @@ def test_native_plugin_blocks_and_its_prints_stay_off_stdout(
     claude_project: Path, native_plugin: None
 ) -> None:
     out = answered(hook(pre_tool(claude_project, "psql -c 'DROP TABLE users'")))
-    assert out == {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": "native: no DROP TABLE",
-        }
-    }
+    assert out == decided("deny", "native: no DROP TABLE")
     proc = hook(pre_tool(claude_project, "ls"))
     assert (proc.returncode, proc.stdout) == (0, "")
     assert "native plugin chatter" in proc.stderr
