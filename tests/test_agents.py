@@ -217,6 +217,19 @@ def test_every_dialect_maps_the_blocking_events() -> None:
         assert d.claude_tool(next(t for t, c in d.tools.items() if c == "Bash")) == "Bash"
 
 
+@pytest.mark.parametrize(
+    ("agent", "inside"), [("codex", "hooks.json"), ("copilot", "hooks/kodelet.json")]
+)
+def test_the_agents_home_variable_stands_for_its_folder(
+    tmp_path: Path, agent: str, inside: str
+) -> None:
+    d = DIALECTS[agent]
+    env = {"HOME": str(tmp_path / "home"), d.home_env: str(tmp_path / "elsewhere")}
+    assert d.config_path("user", tmp_path, env) == (tmp_path / "elsewhere" / inside).resolve()
+    del env[d.home_env]
+    assert d.config_path("user", tmp_path, env) == tmp_path / "home" / d.config["user"][2:]
+
+
 def test_the_warm_kodelet_answers_an_agent_as_in_process(guarded: Path) -> None:
     """The lean client hands ``--agent`` to the warm kodelet, which answers in the
     agent's form from its kept runtime."""

@@ -87,10 +87,14 @@ class Dialect:
     def config_path(self, scope: str, project: Path, env: Mapping[str, str]) -> Path:
         """The file kodelet's entries go into for ``scope`` (``project`` or ``user``)."""
         where = self.config[scope]
-        if not where.startswith("~/"):
-            return project / where
+        return self.user_path(where, env) if where.startswith("~/") else project / where
+
+    def user_path(self, where: str, env: Mapping[str, str]) -> Path:
+        """``where`` (``~/.agent/...``) in the user's home, or under ``home_env`` when it is
+        set: that variable stands for the agent's folder (``~/.codex``)."""
         if self.home_env and env.get(self.home_env):
-            return Path(env[self.home_env]).resolve() / Path(where).name
+            inside = Path(where[2:]).parts[1:]
+            return Path(env[self.home_env]).resolve().joinpath(*inside)
         return Path(env.get("HOME") or Path.home()) / where[2:]
 
     # --- names, both ways ---------------------------------------------------

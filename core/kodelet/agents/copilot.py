@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -29,11 +28,6 @@ _FILE = (("path", "file_path"),)
 @attrs.frozen(eq=False)
 class CopilotDialect(Dialect):
     """Copilot's tool results and its answers' context fields are its own."""
-
-    def config_path(self, scope: str, project: Path, env: Mapping[str, str]) -> Path:
-        if scope == "user" and env.get(self.home_env):
-            return Path(env[self.home_env]) / "hooks" / Path(self.config[scope]).name
-        return super().config_path(scope, project, env)
 
     def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
         out = super().to_claude(data)

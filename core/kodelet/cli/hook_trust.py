@@ -29,11 +29,7 @@ def trust_file(dialect: Dialect) -> Path | None:
     """The agent's file of trust records, or None when it keeps none."""
     if not dialect.trust_config:
         return None
-    env_home = os.environ.get(dialect.home_env) if dialect.home_env else None
-    if env_home:
-        return Path(env_home).resolve() / Path(dialect.trust_config).name
-    home = Path(os.environ.get("HOME") or Path.home())
-    return home / dialect.trust_config.removeprefix("~/")
+    return dialect.user_path(dialect.trust_config, os.environ)
 
 
 def _read(path: Path) -> str:
