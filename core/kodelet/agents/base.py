@@ -7,7 +7,8 @@ small translators built on it, so the Claude bridge (:mod:`kodelet.bridges.claud
 serves every agent through its one translator to kodelet and back: the agent's input
 becomes a Claude hook input (:meth:`Dialect.to_claude`), and Claude's answer becomes
 the agent's (:meth:`Dialect.from_claude`). An agent whose wire differs in more than
-names subclasses :class:`Dialect` and overrides those two methods; nothing else in
+names subclasses :class:`Dialect` and overrides :meth:`~Dialect.to_claude` or
+:meth:`~Dialect.reply` (the answer document ``from_claude`` prints); nothing else in
 kodelet changes for a new agent.
 
 The tables map onto Claude Code's names, never onto kodelet's: the Claude tables in
@@ -33,6 +34,16 @@ Renames = tuple[tuple[str, str], ...]
 def printed(out: Mapping[str, Any], code: int) -> tuple[str, int]:
     """(stdout, exit code) of an answer document: nothing printed when it is empty."""
     return (json.dumps(out, ensure_ascii=False) + "\n" if out else ""), code
+
+
+def replaced_output(specific: Mapping[str, Any]) -> str | None:
+    """The tool result a PostToolUse answer's ``hookSpecificOutput`` puts in place of the
+    real one, as text for an agent that cannot replace it; None when it replaces none."""
+    for key in ("updatedToolOutput", "updatedMCPToolOutput"):
+        if key in specific:
+            new = specific[key]
+            return new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
+    return None
 
 
 @attrs.frozen(eq=False)
@@ -78,6 +89,12 @@ class Dialect:
     trust_config: str = ""
     """The TOML file where the agent records which hooks the user trusts (``~/`` as in
     ``config``); empty: the agent runs every hook in its files."""
+    claude_transcript: bool = True
+    """The agent's ``transcript_path`` is a Claude Code transcript (kodelet reads the last
+    assistant message of a stop from it); False: its own format, never read."""
+    exit_1_blocks: bool = False
+    """The agent blocks on any non-zero exit of the hook command: kodelet's non-blocking
+    error (Claude's exit 1, the ``on_failure = "allow"`` opt-out) exits 0 instead."""
 
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """The trust records (key -> hash) the agent needs before it runs kodelet's entries
@@ -135,6 +152,8 @@ class Dialect:
     def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """The Claude Code hook input for the agent's hook input ``data``."""
         out = dict(data)
+        if not self.claude_transcript:
+            out["transcript_path"] = ""
         if "hook_event_name" in out:
             out["hook_event_name"] = self.claude_event(out["hook_event_name"])
         if out.get("hook_event_name") == "UserPromptSubmit" and out.get("prompt") == "":
@@ -151,10 +170,14 @@ class Dialect:
         self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
     ) -> tuple[str, int]:
         """(stdout, exit code) for the agent: Claude Code's ``answer`` (and exit code) to
-        the agent's hook input ``data``, in the agent's form. This default is for agents
-        that read Claude's answer: names go back to the agent's."""
+        the agent's hook input ``data``, in the agent's form (:meth:`reply`)."""
         if answer is None:
-            return "", code
+            return "", 0 if code == 1 and self.exit_1_blocks else code
+        return printed(self.reply(answer, data), code)
+
+    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+        """The agent's answer document for Claude Code's ``answer``. This default is for
+        agents that read Claude's answer: names go back to the agent's."""
         out = dict(answer)
         specific = out.get("hookSpecificOutput")
         if isinstance(specific, dict):
@@ -180,4 +203,4 @@ class Dialect:
                 elif self.rewrite_allows and "permissionDecision" not in specific:
                     specific["permissionDecision"] = "allow"
             out["hookSpecificOutput"] = specific
-        return printed(out, code)
+        return out

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import Dialect
+from .base import Dialect, replaced_output
 
 
 class CodexDialect(Dialect):
@@ -28,28 +28,24 @@ class CodexDialect(Dialect):
     ``permissionDecision: "allow"``, a PreToolUse ``ask``, and any replaced tool
     output: each is said the way Codex takes it."""
 
-    def from_claude(
-        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
-    ) -> tuple[str, int]:
-        specific = answer.get("hookSpecificOutput") if answer else None
-        if answer is None or not isinstance(specific, dict):
-            return super().from_claude(answer, code, data)
+    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+        specific = answer.get("hookSpecificOutput")
+        if not isinstance(specific, dict):
+            return super().reply(answer, data)
         specific = dict(specific)
         decision = specific.get("permissionDecision")
         if decision == "ask":  # nobody to ask: kodelet's ask without an approver blocks
             specific["permissionDecision"] = "deny"
-        replaced = [
-            specific.pop(k) for k in ("updatedToolOutput", "updatedMCPToolOutput") if k in specific
-        ]
-        if replaced:
-            import json
-
+        replaced = replaced_output(specific)
+        if replaced is not None:
             from ..claude.mapping import REWRITTEN
 
-            note = REWRITTEN + json.dumps(replaced[0], ensure_ascii=False)
+            specific.pop("updatedToolOutput", None)
+            specific.pop("updatedMCPToolOutput", None)
+            note = REWRITTEN + replaced
             context = specific.get("additionalContext")
             specific["additionalContext"] = f"{context}\n\n{note}" if context else note
-        return super().from_claude({**answer, "hookSpecificOutput": specific}, code, data)
+        return super().reply({**answer, "hookSpecificOutput": specific}, data)
 
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """Codex 0.169.0 runs a hook of a ``hooks.json`` only when the user's

@@ -14,13 +14,12 @@ hook, a crash or a missing command included, denies the call; a timeout lets it 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from .base import Dialect, printed
+from .base import Dialect, replaced_output
 
 _FILE = (("path", "file_path"),)
 
@@ -34,31 +33,22 @@ class CopilotDialect(Dialect):
         result = out.get("tool_result")
         if out.get("hook_event_name") == "PostToolUse" and isinstance(result, dict):
             out.setdefault("tool_response", result.get("text_result_for_llm"))
-        # Copilot's transcript is its own event log, not the one kodelet reads for a stop.
-        out["transcript_path"] = ""
         return out
 
-    def from_claude(
-        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
-    ) -> tuple[str, int]:
-        if answer is None:
-            # Claude's non-blocking error (the on_failure = "allow" opt-out) would deny
-            # the call in Copilot, which blocks on every non-zero exit.
-            return "", 0 if code == 1 else code
-        text, code = super().from_claude(answer, code, data)
-        out = json.loads(text)
+    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().reply(answer, data)
         specific = out.get("hookSpecificOutput")
         if isinstance(specific, dict):
             if specific.get("additionalContext"):
                 out["additionalContext"] = specific.pop("additionalContext")
-            for key in ("updatedToolOutput", "updatedMCPToolOutput"):
-                if key in specific:
-                    new = specific.pop(key)
-                    result = new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
-                    out["modifiedResult"] = {"resultType": "success", "textResultForLlm": result}
+            replaced = replaced_output(specific)
+            if replaced is not None:
+                specific.pop("updatedToolOutput", None)
+                specific.pop("updatedMCPToolOutput", None)
+                out["modifiedResult"] = {"resultType": "success", "textResultForLlm": replaced}
             if set(specific) <= {"hookEventName"}:
                 out.pop("hookSpecificOutput")
-        return printed(out, code)
+        return out
 
 
 COPILOT = CopilotDialect(
@@ -101,6 +91,9 @@ COPILOT = CopilotDialect(
     },
     fails_open=False,
     home_env="COPILOT_HOME",
+    # Copilot's transcript is its own event log, not the one kodelet reads for a stop.
+    claude_transcript=False,
+    exit_1_blocks=True,
     notes=(
         "Copilot CLI loads a project's .github/hooks only in a folder you trust"
         " (COPILOT_ALLOW_ALL=true trusts the working directory); --scope user always loads",

@@ -14,13 +14,12 @@ found (127) blocks; one that crashes on a signal or times out lets the call thro
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from .base import Dialect, printed
+from .base import Dialect, replaced_output
 
 _SAME = ("continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason")
 _DECISIONS = {"deny": "deny", "ask": "ask", "allow": "allow"}
@@ -32,8 +31,6 @@ class GeminiDialect(Dialect):
 
     def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
         out = super().to_claude(data)
-        # Gemini's transcript is its own format, not the one kodelet reads for a stop.
-        out["transcript_path"] = ""
         event = out.get("hook_event_name")
         if event == "PostToolUse":
             response = out.get("tool_response")
@@ -50,11 +47,7 @@ class GeminiDialect(Dialect):
             out.setdefault("last_assistant_message", out["prompt_response"])
         return out
 
-    def from_claude(
-        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
-    ) -> tuple[str, int]:
-        if answer is None:
-            return "", code
+    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
         out = {k: answer[k] for k in _SAME if k in answer}
         specific = answer.get("hookSpecificOutput")
         extra: dict[str, Any] = {}
@@ -68,18 +61,18 @@ class GeminiDialect(Dialect):
                 tool = data.get("tool_name")
                 extra["tool_input"] = self._input(tool, specific["updatedInput"], to_claude=False)
             context = [specific["additionalContext"]] if specific.get("additionalContext") else []
-            for key in ("updatedToolOutput", "updatedMCPToolOutput"):
-                if key in specific:
-                    # Gemini CLI cannot replace a tool's result; the model is told instead.
-                    new = specific[key]
-                    text = new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
-                    context.append(f"kodelet hooks rewrote this tool result: {text}")
+            replaced = replaced_output(specific)
+            if replaced is not None:
+                # Gemini CLI cannot replace a tool's result; the model is told instead.
+                from ..claude.mapping import REWRITTEN
+
+                context.append(REWRITTEN + replaced)
             if context:
                 extra["additionalContext"] = "\n\n".join(context)
         if extra:
             event = data.get("hook_event_name")
             out["hookSpecificOutput"] = {"hookEventName": event, **extra} if event else extra
-        return printed(out, code)
+        return out
 
 
 GEMINI = GeminiDialect(
@@ -121,6 +114,7 @@ GEMINI = GeminiDialect(
         "grep_search": (("dir_path", "path"), ("include_pattern", "glob")),
     },
     fails_open=True,
+    claude_transcript=False,
     notes=(
         "Gemini CLI reads a project's .gemini/settings.json, hooks included, only in a"
         " trusted folder (trust it in gemini, or GEMINI_CLI_TRUST_WORKSPACE=true);"

@@ -8,7 +8,7 @@ may change the result; ``chat.message`` sees the user's prompt (a throw stops it
 ``event`` reports ``session.idle`` when a turn ends. ``kodelet opencode install`` writes
 the plugin of :func:`plugin_source`: each of those four calls goes as one JSON object to
 the warm kodelet's lean client (``kodelet claude hook --agent opencode``), which answers
-in the small form of :meth:`OpencodeDialect.from_claude`. The plugin fails closed: when
+in the small form of :meth:`OpencodeDialect.reply`. The plugin fails closed: when
 the command cannot be run, exits non-zero, times out or prints something that is not
 that answer, the tool call or prompt is refused with the reason.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect, printed
+from .base import Dialect, replaced_output
 
 MARKER = "// kodelet-managed plugin"
 """The first line of the generated file: what ``kodelet opencode uninstall`` removes."""
@@ -41,16 +41,7 @@ class OpencodeDialect(Dialect):
     def plugin_source(self, command: str) -> str:
         return plugin_source(command)
 
-    def to_claude(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        out = super().to_claude(data)
-        out.setdefault("transcript_path", "")
-        return out
-
-    def from_claude(
-        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
-    ) -> tuple[str, int]:
-        if answer is None:
-            return "", 0 if code == 1 else code
+    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         specific = answer.get("hookSpecificOutput")
         specific = specific if isinstance(specific, dict) else {}
@@ -63,15 +54,14 @@ class OpencodeDialect(Dialect):
         if isinstance(specific.get("updatedInput"), dict):
             tool = data.get("tool_name")
             out["args"] = self._input(tool, specific["updatedInput"], to_claude=False)
-        for key in ("updatedToolOutput", "updatedMCPToolOutput"):
-            if key in specific:
-                new = specific[key]
-                out["output"] = new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
+        replaced = replaced_output(specific)
+        if replaced is not None:
+            out["output"] = replaced
         if specific.get("additionalContext"):
             out["context"] = specific["additionalContext"]
         if answer.get("systemMessage"):
             out["message"] = answer["systemMessage"]
-        return printed(out, code)
+        return out
 
 
 OPENCODE = OpencodeDialect(
@@ -113,6 +103,8 @@ OPENCODE = OpencodeDialect(
         "grep": (("include", "glob"),),
     },
     fails_open=False,
+    claude_transcript=False,
+    exit_1_blocks=True,
     notes=("opencode loads plugins when it starts: restart running opencode sessions",),
 )
 
