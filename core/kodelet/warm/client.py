@@ -31,6 +31,7 @@ ENV_DIR = "KODELET_DAEMON_DIR"
 # Variables of the warm machinery itself: they do not change what a runtime holds.
 NOT_RUNTIME = ("KODELET_DAEMON", "KODELET_LOG_LEVEL")
 NOT_YET = "no warm kodelet yet"
+NO_HTTP = "no HTTP transport installed for this project"
 
 
 class Unavailable(Exception):
@@ -117,7 +118,7 @@ def private_dir(path: str, *, create: bool) -> str:
     return path
 
 
-def key(project: str, env: Mapping[str, str]) -> str:
+def key(project: str, env: Mapping[str, str], ident: str | None = None) -> str:
     """One warm kodelet per (kodelet copy, project, kodelet home, KODELET_* settings)."""
     import _sha256  # type: ignore[import-not-found]
 
@@ -126,8 +127,49 @@ def key(project: str, env: Mapping[str, str]) -> str:
         for k, v in env.items()
         if k.startswith("KODELET_") and not k.startswith(NOT_RUNTIME)
     )
-    text = "\0".join([identity(), project, kodelet_home(env), *settings])
+    text = "\0".join([ident or identity(), project, kodelet_home(env), *settings])
     return str(_sha256.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:24])
+
+
+class Where:
+    """The warm kodelet of one project: its runtime directory (checked private), key
+    and socket. Worked out once per client call; the identity with it."""
+
+    def __init__(self, project: str, env: Mapping[str, str]) -> None:
+        self.project = project
+        self.ident = identity()
+        self.directory = private_dir(runtime_dir(env), create=True)
+        self.name = key(project, env, self.ident)
+        self.socket = os.path.join(self.directory, self.name + ".sock")
+        self.log = os.path.join(self.directory, self.name + ".log")
+
+
+def wait_started(where: Where, env: Mapping[str, str], wait: float) -> bytes:
+    """The warm kodelet's status (JSON), once it answers: started, detached, if none
+    does. :class:`Unavailable` when it cannot be used or does not answer in time."""
+    import time
+
+    deadline = time.monotonic() + wait
+    spawned = False
+    while True:
+        try:
+            status, _, out, _ = call(where.socket, request("status", [], b"", env, where.ident))
+        except Unavailable as exc:
+            if not exc.start:
+                raise
+            if not spawned:
+                spawn(where, env)
+                spawned = True
+            if time.monotonic() > deadline:
+                raise Unavailable(
+                    f"the warm kodelet did not answer within {wait:g} s; see {where.log}",
+                    start=False,
+                ) from None
+            time.sleep(0.05)
+            continue
+        if status != "ok":
+            raise Unavailable(status, start=False)
+        return out
 
 
 def peer_uid(sock: _socket.socket) -> int:
@@ -148,12 +190,14 @@ def recv_all(sock: _socket.socket, cap: int) -> bytes:
         chunks.append(chunk)
 
 
-def request(op: str, args: list[str], body: bytes, env: Mapping[str, str]) -> bytes:
+def request(
+    op: str, args: list[str], body: bytes, env: Mapping[str, str], ident: str | None = None
+) -> bytes:
     """``MAGIC\\0protocol\\0identity\\0op\\0cwd\\0CLAUDE_PROJECT_DIR\\0n\\0arg...\\0`` + body."""
     fields = [
         MAGIC,
         PROTOCOL.encode(),
-        identity().encode(),
+        (ident or identity()).encode(),
         op.encode(),
         os.getcwd().encode("utf-8", "surrogateescape"),
         env.get("CLAUDE_PROJECT_DIR", "").encode("utf-8", "surrogateescape"),
@@ -163,17 +207,35 @@ def request(op: str, args: list[str], body: bytes, env: Mapping[str, str]) -> by
     return b"\0".join(fields) + b"\0" + body
 
 
-def reply(status: str, code: int, out: bytes, err: bytes) -> bytes:
+class Request:
+    """A request as the warm kodelet reads it (:func:`request` writes it)."""
+
+    def __init__(self, data: bytes) -> None:
+        fields = data.split(b"\0", 7)
+        if len(fields) < 8 or fields[0] != MAGIC:
+            raise ValueError("not a warm kodelet request")
+        self.ident = fields[2].decode("utf-8", "replace")
+        self.op = fields[3].decode("utf-8", "replace")
+        self.cwd, self.pinned = (os.fsdecode(f) for f in fields[4:6])
+        rest = fields[7]
+        self.args: list[str] = []
+        for _ in range(int(fields[6])):
+            arg, _, rest = rest.partition(b"\0")
+            self.args.append(os.fsdecode(arg))
+        self.body = rest
+
+
+def reply(status: str, code: int, out: bytes, err: bytes, ident: str | None = None) -> bytes:
     """``MAGIC\0identity\0status\0code\0len(out)\0`` + out + err."""
-    head = [MAGIC, identity().encode(), status.encode(), str(code).encode(), str(len(out)).encode()]
-    return b"\0".join(head) + b"\0" + out + err
+    head = [MAGIC, (ident or identity()).encode(), status.encode(), str(code).encode()]
+    return b"\0".join([*head, str(len(out)).encode()]) + b"\0" + out + err
 
 
-def parse_reply(data: bytes) -> tuple[str, int, bytes, bytes]:
+def parse_reply(data: bytes, ident: str | None = None) -> tuple[str, int, bytes, bytes]:
     parts = data.split(b"\0", 5)
     if len(parts) != 6 or parts[0] != MAGIC:
         raise ValueError("not a warm kodelet's answer")
-    if parts[1].decode("utf-8", "replace") != identity():
+    if parts[1].decode("utf-8", "replace") != (ident or identity()):
         raise Incompatible("a warm kodelet of another kodelet version answered (ignored)")
     n = int(parts[4])
     rest = parts[5]
@@ -182,7 +244,7 @@ def parse_reply(data: bytes) -> tuple[str, int, bytes, bytes]:
     return parts[2].decode(), int(parts[3]), rest[:n], rest[n:]
 
 
-def call(path: str, payload: bytes) -> tuple[str, int, bytes, bytes]:
+def call(path: str, payload: bytes, ident: str | None = None) -> tuple[str, int, bytes, bytes]:
     """Send one request to the warm kodelet at ``path``; its (status, code, out, err)."""
     try:
         st = os.lstat(path)
@@ -201,8 +263,7 @@ def call(path: str, payload: bytes) -> tuple[str, int, bytes, bytes]:
         try:
             sock.sendall(payload)
             sock.shutdown(_socket.SHUT_WR)
-            data = recv_all(sock, 2 * INPUT_CAP)
-            return parse_reply(data)
+            return parse_reply(recv_all(sock, 2 * INPUT_CAP), ident)
         except Incompatible as exc:
             raise Unavailable(str(exc), start=False) from None
         except (OSError, ValueError) as exc:
@@ -225,18 +286,17 @@ def answer_here(argv: list[str], raw: bytes) -> int:
     return bridge(argv, raw)
 
 
-def spawn(project: str, name: str, directory: str, env: Mapping[str, str] | None = None) -> None:
-    """Start a warm kodelet for ``project``, detached, its output to its log file. Two
+def spawn(where: Where, env: Mapping[str, str]) -> None:
+    """Start the warm kodelet of ``where``, detached, its output to its log file. Two
     clients may do this at once: the warm kodelet's lock lets one of them live."""
-    log = os.path.join(directory, name + ".log")
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(log, flags, 0o600)
+    fd = os.open(where.log, flags, 0o600)
     try:
-        argv = [sys.executable, "-I", "-m", "kodelet.warm.server", "--project", project]
+        argv = [sys.executable, "-I", "-m", "kodelet.warm.server", "--project", where.project]
         os.posix_spawn(
             sys.executable,
             argv,
-            os.environ if env is None else env,
+            env,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, fd, 1),
@@ -258,32 +318,14 @@ def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
     (another process holds the port, which could answer "go ahead" to every call), the
     session is stopped with the reason instead of running unguarded."""
     import json
-    import time
 
     raw = sys.stdin.buffer.read(INPUT_CAP + 1)
     project = find_project(os.getcwd(), env)
-    problem = ""
+    where: Where | None = None
     try:
-        directory = private_dir(runtime_dir(env), create=True)
-        name = key(project, env)
-        path = os.path.join(directory, name + ".sock")
-        deadline = time.monotonic() + wait
-        spawned = False
-        while True:
-            try:
-                status, _, out, _ = call(path, request("status", [], b"", env))
-                info = json.loads(out) if status == "ok" else {}
-                break
-            except Unavailable as exc:
-                if not exc.start or time.monotonic() > deadline:
-                    raise
-                if not spawned:
-                    spawn(project, name, directory)
-                    spawned = True
-                time.sleep(0.05)
-        http = info.get("http") or "no HTTP transport installed for this project"
-        if not http.startswith("http://"):
-            problem = http
+        where = Where(project, env)
+        http = json.loads(wait_started(where, env, wait)).get("http")
+        problem = "" if http and http.startswith("http://") else (http or NO_HTTP)
     except Unavailable as exc:
         problem = str(exc)
     if not problem:
@@ -297,7 +339,7 @@ def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
     sys.stdout.write(json.dumps({"continue": False, "stopReason": reason}) + "\n")
     sys.stdout.flush()
     sys.stderr.write(reason + "\n")
-    tell_user(reason, os.path.join(runtime_dir(env), key(project, env) + ".log"))
+    tell_user(reason, where.log if where is not None else None)
     try:
         started_by_claude = json.loads(raw).get("hook_event_name") == "SessionStart"
     except (ValueError, AttributeError):
@@ -307,10 +349,11 @@ def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
     return 2
 
 
-def tell_user(text: str, log: str) -> None:
+def tell_user(text: str, log: str | None) -> None:
     """Claude Code shows nothing of a stopped session's hooks: the terminal, if there is
     one, and the warm kodelet's log get the reason."""
-    for path, flags in (("/dev/tty", os.O_WRONLY), (log, os.O_WRONLY | os.O_APPEND)):
+    targets = [("/dev/tty", os.O_WRONLY)] + ([(log, os.O_WRONLY | os.O_APPEND)] if log else [])
+    for path, flags in targets:
         try:
             fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
         except OSError:
@@ -355,14 +398,11 @@ def main(argv: list[str]) -> int:
     env = os.environ
     if env.get(ENV_OFF, "") in ("0", "off", "false", "no"):
         return answer_here(args, raw)
-    where: tuple[str, str, str] | None = None
+    where: Where | None = None
     try:
-        project = find_project(os.getcwd(), env)
-        directory = private_dir(runtime_dir(env), create=True)
-        where = (project, key(project, env), directory)
-        status, code, out, err = call(
-            os.path.join(directory, where[1] + ".sock"), request("claude-hook", args, raw, env)
-        )
+        where = Where(find_project(os.getcwd(), env), env)
+        payload = request("claude-hook", args, raw, env, where.ident)
+        status, code, out, err = call(where.socket, payload, where.ident)
         if status != "ok":
             raise Unavailable(f"the warm kodelet refused the call ({status})", start=False)
     except Unavailable as exc:
@@ -372,7 +412,7 @@ def main(argv: list[str]) -> int:
         if exc.start and where is not None:
             sys.stdout.flush()
             try:
-                spawn(*where)
+                spawn(where, env)
             except OSError as problem:
                 note(f"could not start a warm kodelet: {problem}")
         return code

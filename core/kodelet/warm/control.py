@@ -82,26 +82,8 @@ def start(
 ) -> dict[str, Any]:
     """The warm kodelet of ``project``, started if none answers, once it answers."""
     env = dict(os.environ if env is None else env)
-    directory = client.private_dir(client.runtime_dir(env), create=True)
-    name = client.key(str(project), env)
-    path = os.path.join(directory, name + ".sock")
-    deadline = time.monotonic() + wait
-    spawned = False
-    while True:
-        try:
-            return ask(path, "status")
-        except client.Unavailable as exc:
-            if not exc.start:
-                raise
-            if not spawned:
-                client.spawn(str(project), name, directory, env)
-                spawned = True
-            if time.monotonic() > deadline:
-                raise client.Unavailable(
-                    f"the warm kodelet did not answer within {wait:g} s; see {path[:-5]}.log",
-                    start=False,
-                ) from None
-            time.sleep(0.05)
+    where = client.Where(str(project), env)
+    return json.loads(client.wait_started(where, env, wait))  # type: ignore[no-any-return]
 
 
 def dispatch(
