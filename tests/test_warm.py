@@ -156,6 +156,15 @@ def test_warm_answers_are_the_in_process_answers(guarded: Path) -> None:
     assert control.ask(info["socket"], "status")["calls"] == 2
 
 
+def test_sessions_share_one_runtime_when_no_hook_sees_the_transcript(guarded: Path) -> None:
+    info = started(guarded)
+    for session in ("a", "b", "c"):
+        data = {**pre_tool(guarded), "transcript_path": str(guarded / f"{session}.jsonl")}
+        assert decision(hook(guarded, data)) == "no rm"
+    status = control.ask(info["socket"], "status")
+    assert (status["calls"], status["loads"], status["reloads"]) == (3, 1, 0)
+
+
 def test_status_stop_and_start_through_the_cli(guarded: Path) -> None:
     env = warm_env()
     run = [sys.executable, "-m", "kodelet", "daemon"]

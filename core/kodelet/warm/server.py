@@ -55,8 +55,10 @@ class Misrouted(BaseException):
 class Lent:
     """A runtime and the calls using it; closed when retired and no call holds it."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, slot: str, sees_transcript: bool) -> None:
         self.runtime = runtime
+        self.slot = slot
+        self.sees_transcript = sees_transcript
         self.users = 0
         self.retired = False
 
@@ -74,6 +76,7 @@ class Server:
         self.last_call = time.monotonic()
         self.calls = 0
         self.reloads = 0
+        self.loads = 0
         self.last_reload: float | None = None
         self.active = 0
         self._lock = threading.Lock()
@@ -83,17 +86,15 @@ class Server:
         self._stop = threading.Event()
         self._own_code = os.stat(client.__file__).st_mtime_ns
         self.http_state: str | None = None
+        from ..places import Places
+
+        self.places = Places.resolve(project, None, self.env)
 
     # -- runtimes -------------------------------------------------------------------
 
-    def _places(self) -> Any:
-        from ..places import Places
-
-        return Places.resolve(self.project, None, self.env)
-
     def _check(self) -> None:
         """Reload when anything that defines the runtime changed since it was loaded."""
-        now = fingerprint(self._places(), self.env)
+        now = fingerprint(self.places, self.env)
         with self._lock:
             modules = files(p for p, *_ in self._modules)
             if self._fingerprint is None:
@@ -124,12 +125,13 @@ class Server:
 
     @contextlib.contextmanager
     def runtime(self, transcript: str, no_hooks: bool | None) -> Iterator[Any]:
-        """The kept runtime whose Claude hooks see ``transcript``, held while inside."""
-        slot = f"{bool(no_hooks)}\0{transcript}"
+        """The kept runtime whose Claude hooks see ``transcript``, held while inside. A
+        runtime with no Claude hooks sees no transcript: one serves every session."""
+        shared = f"{bool(no_hooks)}\0"
         with self._lock:
-            lent = self._runtimes.get(slot)
-            if lent is None:
-                lent = self._load(slot, no_hooks, transcript)
+            lent = self._runtimes.get(shared + transcript) or self._runtimes.get(shared)
+            if lent is None or (lent.sees_transcript and lent.slot != shared + transcript):
+                lent = self._load(shared, no_hooks, transcript)
             lent.users += 1
         try:
             yield lent.runtime
@@ -139,8 +141,8 @@ class Server:
                 if lent.retired and lent.users == 0:
                     lent.runtime.close()
 
-    def _load(self, slot: str, no_hooks: bool | None, transcript: str) -> Lent:
-        from ..assembly import load_runtime
+    def _load(self, shared: str, no_hooks: bool | None, transcript: str) -> Lent:
+        from ..assembly import CLAUDE_ADAPTER, load_runtime
 
         runtime = load_runtime(
             cwd=self.project,
@@ -149,15 +151,13 @@ class Server:
             claude="plugins",
             transcript_path=transcript,
         )
-        if "kodelet:claude" not in runtime.adapters:
-            slot = f"{bool(no_hooks)}\0"  # no hook sees the transcript: one runtime serves all
-            if slot in self._runtimes:
-                runtime.close()
-                return self._runtimes[slot]
+        self.loads += 1
+        sees = CLAUDE_ADAPTER in runtime.adapters
+        slot = shared + transcript if sees else shared
         if len(self._runtimes) >= KEPT:
             oldest = next(iter(self._runtimes))
             self._retire(self._runtimes.pop(oldest))
-        lent = self._runtimes[slot] = Lent(runtime)
+        lent = self._runtimes[slot] = Lent(runtime, slot, sees)
         known = {p for p, *_ in self._modules}
         new = sorted({p.path for p in runtime.plugins if p.path} - known)
         self._modules = self._modules + files(new)
@@ -182,44 +182,58 @@ class Server:
                 log.exception("a call failed")
 
     def respond(self, data: bytes) -> bytes:
-        fields = data.split(b"\0", 7)
-        if len(fields) < 8 or fields[0] != client.MAGIC:
-            return client.reply("refused: not a warm kodelet request", 2, b"", b"")
-        if fields[2].decode("utf-8", "replace") != self.identity:
-            return client.reply("refused: another kodelet version", 2, b"", b"")
-        op = fields[3].decode()
-        cwd, pinned = (os.fsdecode(f) for f in fields[4:6])
-        rest = fields[7]
-        args = []
-        for _ in range(int(fields[6])):
-            arg, _, rest = rest.partition(b"\0")
-            args.append(os.fsdecode(arg))
-        if op == "status":
-            return client.reply("ok", 0, json.dumps(self.status()).encode(), b"")
-        if op == "stop":
+        try:
+            req = client.Request(data)
+        except ValueError as exc:
+            return self._reply(f"refused: {exc}", 2)
+        if req.ident != self.identity:
+            return self._reply("refused: another kodelet version", 2)
+        if req.op == "status":
+            return self._reply("ok", 0, json.dumps(self.status()).encode())
+        if req.op == "stop":
             self._stop.set()
-            return client.reply("ok", 0, b"", b"")
-        if op == "dispatch":
-            return self._dispatch(args, rest)
-        if op != "claude-hook":
-            return client.reply(f"refused: unknown op {op!r}", 2, b"", b"")
-        return self._claude_hook(args, rest, cwd, pinned)
+            return self._reply("ok", 0)
+        if req.op == "dispatch":
+            return self._dispatch(req.args, req.body)
+        if req.op != "claude-hook":
+            return self._reply(f"refused: unknown op {req.op!r}", 2)
+        return self._claude_hook(req)
 
-    def _claude_hook(self, args: list[str], raw: bytes, cwd: str, pinned: str) -> bytes:
+    def _reply(self, status: str, code: int, out: bytes = b"", err: bytes = b"") -> bytes:
+        return client.reply(status, code, out, err, self.identity)
+
+    def _claude_hook(self, req: client.Request) -> bytes:
         env = dict(self.env)
-        if pinned:
-            env["CLAUDE_PROJECT_DIR"] = pinned
+        if req.pinned:
+            env["CLAUDE_PROJECT_DIR"] = req.pinned
         else:
             env.pop("CLAUDE_PROJECT_DIR", None)
         args = [
-            os.path.join(cwd, a) if prev == "--trace-file" else a
-            for prev, a in zip(["", *args], args, strict=False)
+            os.path.join(req.cwd, a) if prev == "--trace-file" else a
+            for prev, a in zip(["", *req.args], req.args, strict=False)
         ]
         try:
-            out, code, err = self.answer(raw, args, env)
+            out, code, err = self.answer(req.body, args, env)
         except Misrouted as exc:
-            return client.reply(f"refused: the call is for project {exc}", 2, b"", b"")
-        return client.reply("ok", code, out.encode(), err.encode())
+            return self._reply(f"refused: the call is for project {exc}", 2)
+        return self._reply("ok", code, out.encode(), err.encode())
+
+    @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        """One call: counted as running (no idle exit meanwhile), the runtime reloaded
+        first if what defines it changed, counted as answered when it returns."""
+        with self._lock:
+            self.active += 1
+            self.last_call = time.monotonic()
+        try:
+            self._check()
+            yield
+            with self._lock:
+                self.calls += 1
+        finally:
+            with self._lock:
+                self.active -= 1
+                self.last_call = time.monotonic()
 
     def _dispatch(self, args: list[str], raw: bytes) -> bytes:
         """``kodelet hooks run --daemon``: one kodelet payload (wire JSON) through the kept
@@ -227,48 +241,29 @@ class Server:
         from ..events import parse_event
         from ..wire import payload_from_wire, result_to_wire
 
-        event, transcript = parse_event(args[0]), args[1] if len(args) > 1 else ""
-        with self._lock:
-            self.active += 1
-            self.last_call = time.monotonic()
         try:
-            self._check()
-            payload = payload_from_wire(event, json.loads(raw), strict=True)
-            with self.runtime(transcript, None) as runtime:
-                done = runtime.dispatch(payload)
-            with self._lock:
-                self.calls += 1
-            out = {
-                "result": result_to_wire(event, done.result),
-                "trace": [rec.to_json() for rec in done.trace],
-            }
-            return client.reply("ok", 0, json.dumps(out, ensure_ascii=False).encode(), b"")
+            event, transcript = parse_event(args[0]), args[1] if len(args) > 1 else ""
+            with self._call():
+                payload = payload_from_wire(event, json.loads(raw), strict=True)
+                with self.runtime(transcript, None) as runtime:
+                    done = runtime.dispatch(payload)
         except (ValueError, LookupError) as exc:
-            return client.reply("ok", 2, b"", f"invalid payload: {exc}".encode())
-        finally:
-            with self._lock:
-                self.active -= 1
-                self.last_call = time.monotonic()
+            return self._reply("ok", 2, b"", f"invalid payload: {exc}".encode())
+        out = {
+            "result": result_to_wire(event, done.result),
+            "trace": [rec.to_json() for rec in done.trace],
+        }
+        return self._reply("ok", 0, json.dumps(out, ensure_ascii=False).encode())
 
     def answer(self, raw: bytes, args: list[str], env: dict[str, str]) -> tuple[str, int, str]:
         """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the
         kept runtime; :class:`Misrouted` when the input is another project's."""
         from ..bridges.claude_code import answer
 
-        with self._lock:
-            self.active += 1
-            self.last_call = time.monotonic()
-        try:
-            self._check()
-            err = io.StringIO()
+        err = io.StringIO()
+        with self._call():
             out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lend)
-            with self._lock:
-                self.calls += 1
-            return out, code, err.getvalue()
-        finally:
-            with self._lock:
-                self.active -= 1
-                self.last_call = time.monotonic()
+        return out, code, err.getvalue()
 
     def answer_http(self, raw: bytes) -> tuple[str, int]:
         """An HTTP call carries no environment: the input's cwd names the project. One
@@ -294,6 +289,7 @@ class Server:
             "age": round(time.time() - self.started, 1),
             "calls": self.calls,
             "reloads": self.reloads,
+            "loads": self.loads,
             "last_reload": self.last_reload,
             "socket": str(self.socket_path),
             "log": str(self.directory / f"{self.name}.log"),
@@ -342,7 +338,7 @@ class Server:
         """The loopback HTTP listener, when ``install --transport http`` chose a port."""
         from . import http
 
-        record = http.load(self._places())
+        record = http.load(self.places)
         if record is None or record.project != str(self.project):
             return None
         try:
