@@ -131,6 +131,29 @@ def render(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def diff(path: Path, old: str | None, new: str | None) -> str:
+    """What ``--dry-run`` prints: the unified diff of ``path`` from ``old`` to ``new``
+    (None: the file absent before, or removed after)."""
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        (new or "").splitlines(keepends=True),
+        fromfile=str(path) if old is not None else "/dev/null",
+        tofile=str(path) if new is not None else "/dev/null",
+    )
+    return "".join(lines).rstrip("\n")
+
+
+def read_text(path: Path, what: str) -> str | None:
+    """The UTF-8 text of ``path``, None when it is absent; a file that cannot be read is
+    a :class:`SettingsError`."""
+    try:
+        return jsonio.read_file(path, what).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (jsonio.FileError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read {path}: {exc}") from None
+
+
 def write_settings(
     path: Path, old: str | None, before: dict[str, Any], data: dict[str, Any], dry_run: bool
 ) -> str:
@@ -140,13 +163,7 @@ def write_settings(
     if old is not None and before == data:
         return f"unchanged: {path}"
     if dry_run:
-        diff = difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=str(path) if old is not None else "/dev/null",
-            tofile=str(path),
-        )
-        return "".join(diff).rstrip("\n")
+        return diff(path, old, new)
     if old is not None:
         # Written like the settings themselves: a link planted at the backup's name is
         # replaced, never followed.
@@ -176,13 +193,7 @@ def write_without_ours(
     if new and kept is not None and kept_data == new:
         text = kept
     if dry_run:
-        diff = difflib.unified_diff(
-            old.splitlines(keepends=True),
-            text.splitlines(keepends=True),
-            fromfile=str(path),
-            tofile=str(path) if new else "/dev/null",
-        )
-        return "".join(diff).rstrip("\n")
+        return diff(path, old, text if new else None)
     if new:
         jsonio.write_atomically(path, text, expect=old)
     else:

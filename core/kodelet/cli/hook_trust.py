@@ -10,7 +10,6 @@ still holds kodelet's hash, and every other line of the file stays as it was (to
 
 from __future__ import annotations
 
-import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ import tomlkit.exceptions
 
 from .. import jsonio
 from ..agents import Dialect
-from .hook_files import SettingsError, check_writable
+from .hook_files import SettingsError, check_writable, diff, read_text
 
 
 def trust_file(dialect: Dialect) -> Path | None:
@@ -33,12 +32,7 @@ def trust_file(dialect: Dialect) -> Path | None:
 
 
 def _read(path: Path) -> str:
-    try:
-        return jsonio.read_file(path, "trust records").decode("utf-8")
-    except FileNotFoundError:
-        return ""
-    except (jsonio.FileError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {exc}") from None
+    return read_text(path, "trust records") or ""
 
 
 def recorded(text: str, path: Path) -> dict[str, str]:
@@ -111,13 +105,7 @@ def change(
     if recorded(new, path) != {**kept, **new_keys}:
         raise SettingsError(f"{path}: cannot update its [hooks.state] safely; left unchanged")
     if dry_run:
-        diff = difflib.unified_diff(
-            text.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=str(path) if text else "/dev/null",
-            tofile=str(path),
-        )
-        return "".join(diff).rstrip("\n")
+        return diff(path, text or None, new)
     jsonio.write_atomically(path, new)
     what = "recorded" if new_keys else "removed"
     return f"{what} {dialect.title}'s trust in kodelet's entries: {path}"

@@ -10,13 +10,12 @@ left empty. A file of the same name that is not kodelet's is never replaced.
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .. import jsonio
-from .hook_files import SettingsError, check_writable, command_problem
+from .hook_files import SettingsError, check_writable, command_problem, diff, read_text
 
 COMMAND_LINE = "const COMMAND = "
 
@@ -36,12 +35,7 @@ def read_plugin(path: Path) -> str | None:
     """The file's text, None when absent; a link, a file another user owns, or one that
     cannot be read is a :class:`SettingsError`."""
     check_writable(path)
-    try:
-        return jsonio.read_file(path, "plugin file").decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except (jsonio.FileError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"cannot read {path}: {exc}") from None
+    return read_text(path, "plugin file")
 
 
 def plugin_command(text: str) -> str | None:
@@ -54,16 +48,6 @@ def plugin_command(text: str) -> str | None:
                 return None
             return command if isinstance(command, str) else None
     return None
-
-
-def _diff(path: Path, old: str | None, new: str | None) -> str:
-    lines = difflib.unified_diff(
-        (old or "").splitlines(keepends=True),
-        (new or "").splitlines(keepends=True),
-        fromfile=str(path) if old is not None else "/dev/null",
-        tofile=str(path) if new is not None else "/dev/null",
-    )
-    return "".join(lines).rstrip("\n")
 
 
 def _not_ours(path: Path, marker: str) -> SettingsError:
@@ -81,7 +65,7 @@ def write_plugin(path: Path, text: str, marker: str, dry_run: bool) -> str:
     if old == text:
         return f"unchanged: {path}"
     if dry_run:
-        return _diff(path, old, text)
+        return diff(path, old, text)
     jsonio.write_atomically(path, text)
     return f"wrote {path}"
 
@@ -95,7 +79,7 @@ def remove_plugin(path: Path, marker: str, dry_run: bool, stop: Path) -> str:
     if not old.startswith(marker):
         raise _not_ours(path, marker)
     if dry_run:
-        return _diff(path, old, None)
+        return diff(path, old, None)
     path.unlink()
     folder = path.parent
     while folder != stop and stop in folder.parents:
