@@ -9,8 +9,6 @@ answer as the agent would.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,8 @@ import pytest
 from kodelet.agents import DIALECTS
 from kodelet.agents.opencode import MARKER, plugin_source
 from kodelet.testing import write_hook
+
+from tests.test_agents import bridge as agent_bridge
 
 GUARD = """#!/bin/bash
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }
@@ -54,14 +54,8 @@ def guarded(project: Path) -> Path:
 
 
 def bridge(agent: str, data: dict[str, Any], cwd: Path) -> tuple[int, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kodelet", "claude", "hook", "--agent", agent],
-        input=json.dumps({"session_id": "s-1", "cwd": str(cwd), **data}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-    )
+    call = {"session_id": "s-1", "cwd": str(cwd), **data}
+    proc = agent_bridge(call, "--agent", agent, cwd=cwd)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None
 
 

@@ -13,19 +13,12 @@ from typing import Any
 import pytest
 
 from tests.test_claude_bridge import kodelet
+from tests.test_claude_bridge import our_commands as commands
 
 AGENTS = {
     "codex": (".codex/hooks.json", ["UserPromptSubmit", "PreToolUse", "PostToolUse"]),
     "qwen": (".qwen/settings.json", ["PreToolUse", "PostToolUse", "PostToolUseFailure"]),
 }
-
-
-def commands(data: dict[str, Any]) -> dict[str, list[str]]:
-    return {
-        event: [h["command"] for g in groups for h in g["hooks"] if "claude hook" in h["command"]]
-        for event, groups in data.get("hooks", {}).items()
-        if isinstance(groups, list)
-    }
 
 
 OTHER: dict[str, Any] = {
