@@ -121,20 +121,11 @@ def find_project(
     project; the global root's own ``.kodelet`` (``~/.kodelet``) does not count.
     ``CLAUDE_PROJECT_DIR`` in ``env`` (Claude Code sets it for every hook) wins when
     it names a directory. With neither, ``cwd`` itself."""
-    env = os.environ if env is None else env
-    pinned = env.get("CLAUDE_PROJECT_DIR")
-    if pinned and os.path.isabs(pinned) and os.path.isdir(pinned):
-        return Path(pinned)
-    start = Path(cwd or os.getcwd()).absolute()
-    home = env.get("KODELET_HOME") or os.path.join(env.get("HOME") or str(Path.home()), ".kodelet")
-    global_root = os.path.abspath(home)
-    for directory in (start, *start.parents):
-        if os.path.lexists(directory / ".git"):
-            return directory
-        local = directory / ".kodelet"
-        if os.path.isdir(local) and os.path.abspath(local) != global_root:
-            return directory
-    return start
+    # The warm kodelet's lean client finds projects without importing kodelet; this is
+    # its function, so the two can never disagree on which project a call is for.
+    from .warm.client import find_project as find
+
+    return Path(find(os.fspath(cwd or os.getcwd()), os.environ if env is None else env))
 
 
 @attrs.frozen

@@ -57,9 +57,10 @@ def identity() -> str:
 
 
 def find_project(cwd: str, env: Mapping[str, str]) -> str:
-    """:func:`kodelet.places.find_project` without importing kodelet (a test keeps the
-    two in agreement): ``CLAUDE_PROJECT_DIR``, else the nearest directory at or above
-    ``cwd`` holding ``.git`` or ``.kodelet/`` (not the global root's)."""
+    """``CLAUDE_PROJECT_DIR``, else the nearest directory at or above ``cwd`` holding
+    ``.git`` or ``.kodelet/`` (not the global root's): what
+    :func:`kodelet.places.find_project` answers, written here so the lean client needs
+    no kodelet import."""
     pinned = env.get("CLAUDE_PROJECT_DIR")
     if pinned and os.path.isabs(pinned) and os.path.isdir(pinned):
         return pinned
