@@ -1,9 +1,10 @@
 """The real agent CLIs other than Claude Code, pinned, and one way to drive each offline.
 
-Codex and Qwen Code come from the npm registry through :mod:`tests.e2e.npm` (sha512
-checked, cached outside the repository); each run gets a fresh HOME, a project, the
-stand-in model API of :mod:`tests.e2e.openai_api` and ``kodelet`` on PATH, and what the
-run did is read from facts: the files its tools wrote, what the model was sent back.
+Codex, Qwen Code, Gemini CLI, Copilot CLI and opencode come from the npm registry
+through :mod:`tests.e2e.npm` (sha512 checked, cached outside the repository); each run
+gets a fresh HOME, a project, a stand-in model API (:mod:`tests.e2e.openai_api`, or
+:mod:`tests.e2e.gemini_api` for Gemini CLI) and ``kodelet`` on PATH, and what the run
+did is read from facts: the files its tools wrote, what the model was sent back.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
+from tests.e2e import gemini_api
 from tests.e2e.conftest import kodelet
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
-from tests.e2e.openai_api import OpenAIAPI, Script, Turn
+from tests.e2e.openai_api import OpenAIAPI, Script
+from tests.e2e.standin import StandIn
 
 
 @attrs.frozen
@@ -63,6 +67,45 @@ QWEN = Pin(
     },
     entry="cli-entry.js",
 )
+GEMINI = Pin(
+    "gemini-cli",
+    "0.61.0",
+    {
+        plat: (
+            "@google/gemini-cli@0.61.0",
+            "sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0"
+            "jKnkoxnQ==",
+        )
+        for plat in ("linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64")
+    },
+    entry="bundle/gemini.js",
+)
+COPILOT = Pin(
+    "copilot",
+    "1.0.102",
+    {
+        "linux-x64": (
+            "@github/copilot-linux-x64@1.0.102",
+            "sha512-eGHPbsP0p2QgfVZCjtbGBFZPBOJQ0DN7xIbBRAo7oG8b1zfLirQIdfI4h8Iy68Dv2cKJGJZg2/EO7W"
+            "7KpIMJOw==",
+        ),
+    },
+    entry="copilot",
+    needs=("copilot",),
+)
+OPENCODE = Pin(
+    "opencode",
+    "1.18.33",
+    {
+        "linux-x64": (
+            "opencode-linux-x64@1.18.33",
+            "sha512-q/t/3p2CTxOT9y2kvjesb/LZab2+1eqlhhWA02Be6mjTtmYtNBcBsrI5yDo4Fw7ZSPBW2oyMIGMN"
+            "RqiKQjiAWw==",
+        ),
+    },
+    entry="bin/opencode",
+    needs=("bin/opencode",),
+)
 
 
 def install(pin: Pin, cache: Path = CACHE) -> Path:
@@ -80,7 +123,7 @@ def install(pin: Pin, cache: Path = CACHE) -> Path:
 class Run:
     """What one agent session did."""
 
-    api: OpenAIAPI
+    api: StandIn
     returncode: int
     stdout: str
     stderr: str
@@ -111,8 +154,19 @@ def agent_env(home: Path, path_prefix: Sequence[str], **extra: str) -> dict[str,
     return env
 
 
-Launch = Callable[[OpenAIAPI, "Agent", Sequence[str]], tuple[list[str], dict[str, str]]]
+Launch = Callable[[Any, "Agent", Sequence[str]], tuple[list[str], dict[str, str]]]
 """(command, environment beside :func:`agent_env`) of one run against the stand-in."""
+
+StandInFor = Callable[[list[Any]], StandIn]
+"""The stand-in model API that answers a run's scripted turns."""
+
+
+def openai(turns: list[Any]) -> StandIn:
+    return OpenAIAPI(Script(turns))
+
+
+def gemini_generate(turns: list[Any]) -> StandIn:
+    return gemini_api.GeminiAPI(gemini_api.Script(turns))
 
 
 @attrs.define
@@ -125,24 +179,30 @@ class Agent:
     home: Path
     venv_bin: Path
     launch: Launch
+    stand_in: StandInFor = openai
 
     def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
 
+    def command(
+        self, api: StandIn, *, on_path: bool = True, args: Sequence[str] = ()
+    ) -> tuple[list[str], dict[str, str]]:
+        """(command, environment) of a session against ``api``; ``on_path=False`` leaves
+        ``kodelet`` off PATH (as on a machine where it is not installed)."""
+        command, extra = self.launch(api, self, args)
+        return command, agent_env(self.home, [str(self.venv_bin)] if on_path else [], **extra)
+
     def run(
         self,
-        turns: list[Turn] | Script,
+        turns: list[Any],
         *,
         on_path: bool = True,
         args: Sequence[str] = (),
         timeout: float = 90,
     ) -> Run:
-        """One session in the project against the stand-in; ``on_path=False`` leaves
-        ``kodelet`` off PATH (as on a machine where it is not installed)."""
-        script = turns if isinstance(turns, Script) else Script(turns)
-        with OpenAIAPI(script) as api:
-            command, extra = self.launch(api, self, args)
-            env = agent_env(self.home, [str(self.venv_bin)] if on_path else [], **extra)
+        """One session in the project against the stand-in (see :meth:`command`)."""
+        with self.stand_in(turns) as api:
+            command, env = self.command(api, on_path=on_path, args=args)
             done = subprocess.run(
                 command,
                 cwd=self.project,
@@ -155,16 +215,25 @@ class Agent:
             return Run(api, done.returncode, done.stdout, done.stderr)
 
 
-def connected(pin: Pin, launch: Launch, project: Path, home: Path, venv_bin: Path) -> Agent:
-    """The agent with the guard in ``.kodelet/hooks`` and kodelet installed in the
-    project; the test fails (never skips) when the pinned CLI cannot be had."""
+def connected(
+    name: str,
+    pin: Pin,
+    launch: Launch,
+    project: Path,
+    home: Path,
+    venv_bin: Path,
+    stand_in: StandInFor = openai,
+) -> Agent:
+    """The agent (``kodelet NAME``) with the guard in ``.kodelet/hooks`` and kodelet
+    installed in the project; the test fails (never skips) when the pinned CLI cannot
+    be had."""
     try:
         entry = install(pin)
     except (InstallError, OSError) as exc:
         pytest.fail(f"cannot install {pin.name} {pin.version}: {exc}", pytrace=False)
-    agent = Agent(pin.name, entry, project, home, venv_bin, launch)
+    agent = Agent(name, entry, project, home, venv_bin, launch, stand_in)
     write_hook(project, "guard", GUARD)
-    agent.kodelet(pin.name, "install")
+    agent.kodelet(name, "install")
     return agent
 
 
@@ -206,6 +275,80 @@ def qwen(api: OpenAIAPI, agent: Agent, args: Sequence[str]) -> tuple[list[str], 
         "OPENAI_API_KEY": "sk-standin",
         "OPENAI_MODEL": "standin",
         "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+    }
+
+
+def gemini(api: Any, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``gemini -p go --yolo`` with a named model (no routing call to answer) against the
+    stand-in generateContent API, which takes any key: Gemini CLI is told to use one."""
+    user = agent.home / ".gemini" / "settings.json"
+    if not user.exists():
+        user.parent.mkdir(parents=True, exist_ok=True)
+        user.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    command = ["node", str(agent.entry), "-p", "go", "--yolo", "-m", "gemini-2.5-flash", *args]
+    return command, {
+        "GOOGLE_GEMINI_BASE_URL": api.url,
+        "GEMINI_API_KEY": "standin",
+        # A project's .gemini/settings.json, hooks included, is read only in a trusted
+        # folder; --skip-trust comes too late for the settings.
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+
+
+COPILOT_UNPACKED = CACHE / "copilot-unpacked"
+"""Where the binary unpacks the rest of itself on first run (``COPILOT_CACHE_HOME``):
+shared by every test, so a fresh HOME does not cost 230 MB."""
+
+
+def copilot(api: Any, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``copilot -p go`` offline against the stand-in Chat Completions API."""
+    return [str(agent.entry), "-p", "go", "--allow-all-tools", *args], {
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": api.url,
+        "COPILOT_PROVIDER_API_KEY": "standin",
+        "COPILOT_MODEL": "gpt-4.1",
+        "COPILOT_AUTO_UPDATE": "false",
+        "COPILOT_CACHE_HOME": str(COPILOT_UNPACKED),
+        # Trusts the working directory: Copilot loads .github/hooks only then.
+        "COPILOT_ALLOW_ALL": "true",
+    }
+
+
+def opencode_config(api: Any) -> dict[str, object]:
+    """The stand-in as an OpenAI-compatible provider (bundled with opencode), every
+    tool allowed: nobody answers a permission prompt in ``opencode run``."""
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "standin": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "standin",
+                "options": {"baseURL": api.url, "apiKey": "standin"},
+                "models": {"standin": {"name": "standin", "tool_call": True}},
+            }
+        },
+        "model": "standin/standin",
+        "small_model": "standin/standin",
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"bash": "allow", "edit": "allow", "external_directory": "allow"},
+    }
+
+
+def opencode(api: Any, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``opencode run go`` (or ``opencode ARGS``: ``serve``) offline against the
+    stand-in Chat Completions API; one turn, and ``run`` exits when the session idles."""
+    config = agent.home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps(opencode_config(api)))
+    return [str(agent.entry), *(args or ("run", "go"))], {
+        "OPENCODE_DISABLE_AUTOUPDATE": "true",
+        "OPENCODE_DISABLE_MODELS_FETCH": "true",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
+        # opencode installs its plugin SDK into config folders in the background:
+        # offline, that fails at once instead of reaching the registry.
+        "npm_config_offline": "true",
     }
 
 

@@ -145,3 +145,8 @@ class GeminiAPI(StandIn):
                     if isinstance(reply, dict) and reply not in seen:
                         seen.append(reply)
         return seen
+
+    def tool_outputs(self) -> list[str]:
+        return [
+            json.dumps(r.get("response"), ensure_ascii=False) for r in self.function_responses()
+        ]

@@ -97,6 +97,10 @@ class StandIn:
         self.server.server_close()
         self._thread.join(5)
 
+    def tool_outputs(self) -> list[str]:
+        """What the model was sent back for each tool call, as text, in order."""
+        raise NotImplementedError
+
     def main_requests(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if self.is_main_loop(r["body"])]
 

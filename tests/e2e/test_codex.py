@@ -20,7 +20,7 @@ from tests.e2e.messages_api import Turn, text, tool
 
 @pytest.fixture
 def codex(cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
-    return connected(CODEX, agent_clis.codex, cc_project, isolated_home, venv_bin)
+    return connected("codex", CODEX, agent_clis.codex, cc_project, isolated_home, venv_bin)
 
 
 def shell(command: str) -> list[Turn]:

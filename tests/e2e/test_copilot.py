@@ -9,125 +9,47 @@ fail comes from facts: the files the shell call wrote, what the model was sent b
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-import attrs
 import pytest
 
-from tests.e2e.agent_clis import GUARD, STOP, Pin, agent_env, install, seen, write_hook
-from tests.e2e.conftest import kodelet
+from tests.e2e import agent_clis
+from tests.e2e.agent_clis import COPILOT, STOP, Agent, connected, seen, write_hook
 from tests.e2e.messages_api import Turn, text, tool
-from tests.e2e.npm import CACHE, InstallError
-from tests.e2e.openai_api import OpenAIAPI, Script
-
-COPILOT = Pin(
-    "copilot",
-    "1.0.102",
-    {
-        "linux-x64": (
-            "@github/copilot-linux-x64@1.0.102",
-            "sha512-eGHPbsP0p2QgfVZCjtbGBFZPBOJQ0DN7xIbBRAo7oG8b1zfLirQIdfI4h8Iy68Dv2cKJGJZg2/EO7W"
-            "7KpIMJOw==",
-        ),
-    },
-    entry="copilot",
-    needs=("copilot",),
-)
-UNPACKED = CACHE / "copilot-unpacked"
-"""Where the binary unpacks the rest of itself on first run (``COPILOT_CACHE_HOME``):
-shared by every test, so a fresh HOME does not cost 230 MB."""
-
-
-@attrs.frozen
-class Run:
-    api: OpenAIAPI
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture(scope="module")
-def copilot_bin() -> Path:
-    """Fails (never skips) when the pinned Copilot CLI cannot be had."""
-    try:
-        return install(COPILOT)
-    except (InstallError, OSError) as exc:
-        pytest.fail(f"cannot install Copilot CLI {COPILOT.version}: {exc}", pytrace=False)
-
-
-@attrs.define
-class Copilot:
-    binary: Path
-    project: Path
-    home: Path
-    venv_bin: Path
-
-    def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
-
-    def run(self, turns: list[Turn], *, prompt: str = "go", on_path: bool = True) -> Run:
-        prefix = [str(self.venv_bin)] if on_path else []
-        with OpenAIAPI(Script(turns)) as api:
-            env = agent_env(
-                self.home,
-                prefix,
-                COPILOT_OFFLINE="true",
-                COPILOT_PROVIDER_BASE_URL=api.url,
-                COPILOT_PROVIDER_API_KEY="standin",
-                COPILOT_MODEL="gpt-4.1",
-                COPILOT_AUTO_UPDATE="false",
-                COPILOT_CACHE_HOME=str(UNPACKED),
-                # Trusts the working directory: Copilot loads .github/hooks only then.
-                COPILOT_ALLOW_ALL="true",
-            )
-            done = subprocess.run(
-                [str(self.binary), "-p", prompt, "--allow-all-tools"],
-                cwd=self.project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=90,
-                stdin=subprocess.DEVNULL,
-            )
-        return Run(api, done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture
-def copilot(copilot_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path) -> Copilot:
-    agent = Copilot(copilot_bin, cc_project, isolated_home, venv_bin)
-    write_hook(cc_project, "guard", GUARD)
-    agent.kodelet("copilot", "install")
-    return agent
+def copilot(cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
+    return connected("copilot", COPILOT, agent_clis.copilot, cc_project, isolated_home, venv_bin)
 
 
 def shell(command: str) -> list[Turn]:
     return [[tool("bash", command=command, description="run")], [text("done")]]
 
 
-def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(copilot: Copilot) -> None:
+def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(copilot: Agent) -> None:
     run = copilot.run(shell("touch pwned # danger"))
     assert run.returncode == 0, run.stderr
     assert not (copilot.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.api.tool_outputs()[0]
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
     assert seen(copilot.project)[0]["tool_name"] == "bash"
 
 
-def test_a_harmless_shell_call_runs(copilot: Copilot) -> None:
+def test_a_harmless_shell_call_runs(copilot: Agent) -> None:
     run = copilot.run(shell("echo hello > harmless.txt"))
     assert run.returncode == 0, run.stderr
     assert (copilot.project / "harmless.txt").read_text() == "hello\n"
     assert seen(copilot.project)[0]["tool_input"]["command"] == "echo hello > harmless.txt"
 
 
-def test_a_rewrite_runs_the_rewritten_command(copilot: Copilot) -> None:
+def test_a_rewrite_runs_the_rewritten_command(copilot: Agent) -> None:
     run = copilot.run(shell("sudo touch root.txt"))
     assert run.returncode == 0, run.stderr
     assert not (copilot.project / "root.txt").exists()
     assert (copilot.project / "rewritten.txt").read_text() == "rewritten\n"
 
 
-def test_a_file_write_reaches_kodelet_under_kodelets_names(copilot: Copilot) -> None:
+def test_a_file_write_reaches_kodelet_under_kodelets_names(copilot: Agent) -> None:
     target = copilot.project / "notes.txt"
     run = copilot.run([[tool("create", path=str(target), file_text="hello\n")], [text("ok")]])
     assert run.returncode == 0, run.stderr
@@ -137,18 +59,18 @@ def test_a_file_write_reaches_kodelet_under_kodelets_names(copilot: Copilot) -> 
     assert call["tool_input"] == {"file_path": str(target), "text": "hello\n"}
 
 
-def test_added_context_and_a_follow_up_reach_the_model(copilot: Copilot) -> None:
+def test_added_context_and_a_follow_up_reach_the_model(copilot: Agent) -> None:
     write_hook(copilot.project, "stop", STOP)
     run = copilot.run(shell("echo explain > explained.txt"))
     assert run.returncode == 0, run.stderr
     assert (copilot.project / "explained.txt").exists()
-    said = run.api.seen_by_model()
+    said = run.seen_by_model()
     assert "kodelet context: the build dir is generated" in said
     assert "kodelet follow-up: run the tests" in said
     assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
 
 
-def test_kodelet_failing_blocks_the_call_with_what_to_fix(copilot: Copilot) -> None:
+def test_kodelet_failing_blocks_the_call_with_what_to_fix(copilot: Agent) -> None:
     (copilot.project / ".kodelet" / "config.toml").write_text("[hooks\n")
     """The prompt itself is refused (UserPromptSubmit), with the reason on the terminal."""
     run = copilot.run(shell("echo hello > harmless.txt"))
@@ -160,14 +82,14 @@ def test_kodelet_failing_blocks_the_call_with_what_to_fix(copilot: Copilot) -> N
     assert "kodelet copilot status" in said  # rendered as markdown: no backticks
 
 
-def test_kodelet_missing_blocks_the_call(copilot: Copilot) -> None:
+def test_kodelet_missing_blocks_the_call(copilot: Agent) -> None:
     """Copilot CLI denies a call whose hook command cannot start."""
     run = copilot.run(shell("echo hello > harmless.txt"), on_path=False)
     assert not (copilot.project / "harmless.txt").exists()
-    assert "Denied by preToolUse hook" in "".join(run.api.tool_outputs()) + run.stdout
+    assert "Denied by preToolUse hook" in "".join(run.tool_outputs()) + run.stdout
 
 
-def test_user_scope_runs_the_warm_kodelets_lean_client(copilot: Copilot) -> None:
+def test_user_scope_runs_the_warm_kodelets_lean_client(copilot: Agent) -> None:
     copilot.kodelet("copilot", "uninstall")
     copilot.kodelet("copilot", "install", "--scope", "user")
     hooks = json.loads((copilot.home / ".copilot" / "hooks" / "kodelet.json").read_text())
@@ -175,10 +97,10 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(copilot: Copilot) -> None
     assert command.endswith("/kodelet/warm/hook.py claude hook --agent copilot")
     run = copilot.run(shell("touch pwned # danger"), on_path=False)
     assert not (copilot.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.api.tool_outputs()[0]
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
 
 
-def test_uninstall_leaves_copilots_hooks_as_they_were(copilot: Copilot) -> None:
+def test_uninstall_leaves_copilots_hooks_as_they_were(copilot: Agent) -> None:
     copilot.kodelet("copilot", "uninstall")
     hooks = copilot.project / ".github" / "hooks"
     marker = copilot.project / "own-hook-ran"

@@ -18,137 +18,49 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
-from tests.e2e.agent_clis import GUARD, STOP, Pin, agent_env, install, seen, write_hook
-from tests.e2e.conftest import kodelet
+from tests.e2e import agent_clis
+from tests.e2e.agent_clis import OPENCODE, STOP, Agent, connected, seen, write_hook
 from tests.e2e.messages_api import Turn, text, tool
-from tests.e2e.npm import InstallError
 from tests.e2e.openai_api import OpenAIAPI, Script
 
-OPENCODE = Pin(
-    "opencode",
-    "1.18.33",
-    {
-        "linux-x64": (
-            "opencode-linux-x64@1.18.33",
-            "sha512-q/t/3p2CTxOT9y2kvjesb/LZab2+1eqlhhWA02Be6mjTtmYtNBcBsrI5yDo4Fw7ZSPBW2oyMIGMN"
-            "RqiKQjiAWw==",
-        ),
-    },
-    entry="bin/opencode",
-    needs=("bin/opencode",),
-)
+
+@pytest.fixture
+def opencode(cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
+    launch = agent_clis.opencode
+    return connected("opencode", OPENCODE, launch, cc_project, isolated_home, venv_bin)
 
 
-@attrs.frozen
-class Run:
-    api: OpenAIAPI
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture(scope="module")
-def opencode_bin() -> Path:
-    """Fails (never skips) when the pinned opencode cannot be had."""
-    try:
-        return install(OPENCODE)
-    except (InstallError, OSError) as exc:
-        pytest.fail(f"cannot install opencode {OPENCODE.version}: {exc}", pytrace=False)
-
-
-def opencode_config(api: OpenAIAPI) -> dict[str, object]:
-    """The stand-in as an OpenAI-compatible provider (bundled with opencode), every
-    tool allowed: nobody answers a permission prompt in ``opencode run``."""
-    return {
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {
-            "standin": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "standin",
-                "options": {"baseURL": api.url, "apiKey": "standin"},
-                "models": {"standin": {"name": "standin", "tool_call": True}},
-            }
-        },
-        "model": "standin/standin",
-        "small_model": "standin/standin",
-        "autoupdate": False,
-        "share": "disabled",
-        "permission": {"bash": "allow", "edit": "allow", "external_directory": "allow"},
-    }
-
-
-@attrs.define
-class Opencode:
-    binary: Path
-    project: Path
-    home: Path
-    venv_bin: Path
-
-    def kodelet(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return kodelet(self.venv_bin, *args, cwd=self.project, check=check)
-
-    def env(self, api: OpenAIAPI, on_path: bool) -> dict[str, str]:
-        config = self.home / ".config" / "opencode" / "opencode.json"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(json.dumps(opencode_config(api)))
-        return agent_env(
-            self.home,
-            [str(self.venv_bin)] if on_path else [],
-            OPENCODE_DISABLE_AUTOUPDATE="true",
-            OPENCODE_DISABLE_MODELS_FETCH="true",
-            OPENCODE_DISABLE_DEFAULT_PLUGINS="true",
-            OPENCODE_DISABLE_LSP_DOWNLOAD="true",
-            # opencode installs its plugin SDK into config folders in the background:
-            # offline, that fails at once instead of reaching the registry.
-            npm_config_offline="true",
+def serve(agent: Agent, turns: list[Turn], until: str, *, prompt: str = "go") -> OpenAIAPI:
+    """``opencode serve`` given PROMPT over its HTTP API, stopped once the model has
+    been sent ``until`` (or after 30 s): a server, unlike ``opencode run``, stays
+    when a session idles, so a stop's follow-up has a turn to start."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    with OpenAIAPI(Script(turns)) as api:
+        command, env = agent.command(api, args=("serve", "--port", str(port)))
+        server = subprocess.Popen(
+            command,
+            cwd=agent.project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-
-    def run(self, turns: list[Turn], *, prompt: str = "go", on_path: bool = True) -> Run:
-        """``opencode run PROMPT``: one turn, and opencode exits when the session idles."""
-        with OpenAIAPI(Script(turns)) as api:
-            env = self.env(api, on_path)
-            done = subprocess.run(
-                [str(self.binary), "run", prompt],
-                cwd=self.project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=90,
-                stdin=subprocess.DEVNULL,
-            )
-        return Run(api, done.returncode, done.stdout, done.stderr)
-
-    def serve(self, turns: list[Turn], until: str, *, prompt: str = "go") -> OpenAIAPI:
-        """``opencode serve`` given PROMPT over its HTTP API, stopped once the model has
-        been sent ``until`` (or after 30 s): a server, unlike ``opencode run``, stays
-        when a session idles, so a stop's follow-up has a turn to start."""
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        base = f"http://127.0.0.1:{port}"
-        with OpenAIAPI(Script(turns)) as api:
-            server = subprocess.Popen(
-                [str(self.binary), "serve", "--port", str(port)],
-                cwd=self.project,
-                env=self.env(api, True),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            try:
-                session = _post(f"{base}/session", {}, wait=30)
-                parts = [{"type": "text", "text": prompt}]
-                _post(f"{base}/session/{session['id']}/message", {"parts": parts})
-                deadline = time.monotonic() + 30
-                while until not in api.seen_by_model() and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                time.sleep(1)  # a loop would show as more requests by now
-            finally:
-                server.terminate()
-                server.wait(10)
-        return api
+        try:
+            session = _post(f"{base}/session", {}, wait=30)
+            parts = [{"type": "text", "text": prompt}]
+            _post(f"{base}/session/{session['id']}/message", {"parts": parts})
+            deadline = time.monotonic() + 30
+            while until not in api.seen_by_model() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1)  # a loop would show as more requests by now
+        finally:
+            server.terminate()
+            server.wait(10)
+    return api
 
 
 def _post(url: str, body: object, wait: float = 0) -> Any:
@@ -168,29 +80,21 @@ def _post(url: str, body: object, wait: float = 0) -> Any:
             time.sleep(0.1)
 
 
-@pytest.fixture
-def opencode(opencode_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path) -> Opencode:
-    agent = Opencode(opencode_bin, cc_project, isolated_home, venv_bin)
-    write_hook(cc_project, "guard", GUARD)
-    agent.kodelet("opencode", "install")
-    return agent
-
-
 def shell(command: str) -> list[Turn]:
     return [[tool("bash", command=command, description="run")], [text("done")]]
 
 
 def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(
-    opencode: Opencode,
+    opencode: Agent,
 ) -> None:
     run = opencode.run(shell("touch pwned # danger"))
     assert run.returncode == 0, run.stderr
     assert not (opencode.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.api.tool_outputs()[0]
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
     assert seen(opencode.project)[0]["tool_name"] == "bash"
 
 
-def test_a_harmless_shell_call_runs(opencode: Opencode) -> None:
+def test_a_harmless_shell_call_runs(opencode: Agent) -> None:
     """And ``opencode run`` exits when its session idles: a stop's follow-up has no
     turn there (:func:`test_added_context_and_a_follow_up_reach_the_model`)."""
     write_hook(opencode.project, "stop", STOP)
@@ -198,17 +102,17 @@ def test_a_harmless_shell_call_runs(opencode: Opencode) -> None:
     assert run.returncode == 0, run.stderr
     assert (opencode.project / "harmless.txt").read_text() == "hello\n"
     assert seen(opencode.project)[0]["tool_input"]["command"] == "echo hello > harmless.txt"
-    assert "kodelet follow-up" not in run.api.seen_by_model()
+    assert "kodelet follow-up" not in run.seen_by_model()
 
 
-def test_a_rewrite_runs_the_rewritten_command(opencode: Opencode) -> None:
+def test_a_rewrite_runs_the_rewritten_command(opencode: Agent) -> None:
     run = opencode.run(shell("sudo touch root.txt"))
     assert run.returncode == 0, run.stderr
     assert not (opencode.project / "root.txt").exists()
     assert (opencode.project / "rewritten.txt").read_text() == "rewritten\n"
 
 
-def test_a_file_write_reaches_kodelet_under_kodelets_names(opencode: Opencode) -> None:
+def test_a_file_write_reaches_kodelet_under_kodelets_names(opencode: Agent) -> None:
     target = opencode.project / "notes.txt"
     turn = [tool("write", filePath=str(target), content="hello\n")]
     run = opencode.run([turn, [text("ok")]])
@@ -219,10 +123,10 @@ def test_a_file_write_reaches_kodelet_under_kodelets_names(opencode: Opencode) -
     assert call["tool_input"] == {"file_path": str(target), "text": "hello\n"}
 
 
-def test_added_context_and_a_follow_up_reach_the_model(opencode: Opencode) -> None:
+def test_added_context_and_a_follow_up_reach_the_model(opencode: Agent) -> None:
     write_hook(opencode.project, "stop", STOP)
     follow_up = "kodelet follow-up: run the tests"
-    api = opencode.serve(shell("echo explain > explained.txt"), until=follow_up)
+    api = serve(opencode, shell("echo explain > explained.txt"), until=follow_up)
     assert (opencode.project / "explained.txt").exists()
     said = api.seen_by_model()
     assert "kodelet context: the build dir is generated" in said
@@ -230,7 +134,7 @@ def test_added_context_and_a_follow_up_reach_the_model(opencode: Opencode) -> No
     assert len(api.main_requests()) <= 4  # one follow-up round, not a loop
 
 
-def test_kodelet_failing_blocks_with_what_to_fix(opencode: Opencode) -> None:
+def test_kodelet_failing_blocks_with_what_to_fix(opencode: Agent) -> None:
     """The prompt itself is refused (chat.message), the reason on the terminal."""
     (opencode.project / ".kodelet" / "config.toml").write_text("[hooks\n")
     run = opencode.run(shell("echo hello > harmless.txt"))
@@ -242,7 +146,7 @@ def test_kodelet_failing_blocks_with_what_to_fix(opencode: Opencode) -> None:
     assert "`kodelet opencode status`" in run.stderr
 
 
-def test_kodelet_missing_blocks(opencode: Opencode) -> None:
+def test_kodelet_missing_blocks(opencode: Agent) -> None:
     """The plugin fails closed: a command that cannot start refuses the call."""
     run = opencode.run(shell("echo hello > harmless.txt"), on_path=False)
     assert run.returncode != 0
@@ -252,17 +156,17 @@ def test_kodelet_missing_blocks(opencode: Opencode) -> None:
     assert "kodelet claude hook --agent opencode exited with 127" in run.stderr
 
 
-def test_user_scope_runs_the_warm_kodelets_lean_client(opencode: Opencode) -> None:
+def test_user_scope_runs_the_warm_kodelets_lean_client(opencode: Agent) -> None:
     opencode.kodelet("opencode", "uninstall")
     opencode.kodelet("opencode", "install", "--scope", "user")
     plugin = opencode.home / ".config" / "opencode" / "plugin" / "kodelet.js"
     assert "/kodelet/warm/hook.py claude hook --agent opencode" in plugin.read_text()
     run = opencode.run(shell("touch pwned # danger"), on_path=False)
     assert not (opencode.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.api.tool_outputs()[0]
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
 
 
-def test_uninstall_leaves_opencodes_plugins_as_they_were(opencode: Opencode) -> None:
+def test_uninstall_leaves_opencodes_plugins_as_they_were(opencode: Agent) -> None:
     opencode.kodelet("opencode", "uninstall")
     assert not (opencode.project / ".opencode").exists()
     plugins = opencode.project / ".opencode" / "plugin"

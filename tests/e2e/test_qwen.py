@@ -21,7 +21,7 @@ from tests.e2e.messages_api import Turn, text, tool
 
 @pytest.fixture
 def qwen(cc_project: Path, isolated_home: Path, venv_bin: Path) -> Agent:
-    return connected(QWEN, agent_clis.qwen, cc_project, isolated_home, venv_bin)
+    return connected("qwen", QWEN, agent_clis.qwen, cc_project, isolated_home, venv_bin)
 
 
 def shell(command: str) -> list[Turn]:
