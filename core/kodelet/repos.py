@@ -88,13 +88,16 @@ class InstalledRepo:
     name: str
     location: str  # "local" | "global"
     path: Path
-    root: Path | None = None
-    """Where the plugin's files are (:func:`kodelet.places.plugin_root`); None: ``path``."""
     skills: tuple[str, ...] = ()
     recipes: tuple[str, ...] = ()
     hooks: tuple[str, ...] = ()
     manifest: Mapping[str, Any] | None = None
     error: str | None = None
+
+    @property
+    def root(self) -> Path:
+        """Where the plugin's files are (:func:`kodelet.places.plugin_root`)."""
+        return plugin_root(self.path)
 
     @property
     def version_label(self) -> str:
@@ -256,7 +259,6 @@ def read_repo(path: Path, location: str) -> InstalledRepo:
         name=plugin_name(path.name),
         location=location,
         path=path,
-        root=root,
         skills=_scan_skills(root / "skills"),
         recipes=_scan_recipes(root / "recipes"),
         hooks=_scan_hooks(root / "hooks"),
