@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kodelet.claude.installed import is_own
 from kodelet.places import Places
-from kodelet.warm import control
+from kodelet.warm import client, control
 from kodelet.warm import http as warm_http
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -109,6 +109,20 @@ def test_install_keeps_the_secret_private(installed: tuple[Path, warm_http.Recor
     again = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
     assert again.returncode == 0
     assert settings(project)["hooks"]["PreToolUse"][0]["hooks"][0]["url"] == record.url
+
+
+def test_the_record_outlives_a_kodelet_upgrade(installed: tuple[Path, warm_http.Record]) -> None:
+    """Reinstalling kodelet gives its warm kodelets a new identity; the port and secret
+    written into the settings file must still be found."""
+    project, record = installed
+    places = Places.resolve(project, None, warm_env())
+    code = Path(client.__file__)
+    before = code.stat()
+    os.utime(code, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    try:
+        assert warm_http.load(places) == record
+    finally:
+        os.utime(code, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
 def test_a_record_another_user_could_write_is_ignored(

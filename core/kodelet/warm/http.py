@@ -12,6 +12,7 @@ SessionStart entry checks that it is the one holding the port (docs/SECURITY.md)
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import os
@@ -51,9 +52,10 @@ class Record:
 
 
 def record_path(places: Places) -> Path:
-    from .client import key
-
-    name = key(str(places.cwd), {"HOME": "", "KODELET_HOME": str(places.global_root)})
+    """One record per project under the kodelet home. Not the warm kodelet's key: that
+    changes with every kodelet upgrade, and the port and secret in the settings file
+    must not."""
+    name = hashlib.sha256(os.fsencode(places.cwd)).hexdigest()[:24]
     return places.global_root / "warm" / "http" / f"{name}.json"
 
 
