@@ -147,21 +147,16 @@ class ClaudeCodeAdapter(Adapter):
             self._inputs = (payload, hook_input)
         return hook_input
 
-    def _runner(self, spec: ClaudeHookSpec, timeout: float) -> Runner:
-        runner = self._runners.get(spec.name)
-        if runner is None:
-            assert spec.event is not None
-            runner = Runner(
-                {spec.event: [matcher_of(spec, timeout)]},
-                cwd=self.project_dir,
-                async_slots=self._async_slots,
-            )
-            self._runners[spec.name] = runner
-        return runner
-
     def _entry(self, spec: ClaudeHookSpec, timeout: float) -> AdapterHook:
         event = spec.event
         assert event is not None
+        # Built with its entry (a runner starts no thread before its first fire), so
+        # two threads' first calls share one runner and close() reaches every one.
+        runner = self._runners[spec.name] = Runner(
+            {event: [matcher_of(spec, timeout)]},
+            cwd=self.project_dir,
+            async_slots=self._async_slots,
+        )
 
         def applies(payload: BasePayload) -> HookInput | None:
             hook_input = self._input(payload)
@@ -171,13 +166,13 @@ class ClaudeCodeAdapter(Adapter):
             hook_input = applies(payload)
             if hook_input is None:
                 return None
-            return _answer(event, hook_input, self._runner(spec, timeout).fire(event, hook_input))
+            return _answer(event, hook_input, runner.fire(event, hook_input))
 
         async def arun(payload: BasePayload, _: float) -> Any:
             hook_input = applies(payload)
             if hook_input is None:
                 return None
-            results = await self._runner(spec, timeout).afire(event, hook_input)
+            results = await runner.afire(event, hook_input)
             return _answer(event, hook_input, results)
 
         return AdapterHook(
