@@ -18,7 +18,7 @@ from typing import Any
 import kodelet
 import pytest
 from kodelet.places import find_project
-from kodelet.warm import client, control
+from kodelet.warm import client, control, protocol
 
 CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
 
@@ -94,8 +94,8 @@ def warm(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
 
 def socket_path(project: Path, env: dict[str, str] | None = None) -> Path:
     env = env or warm_env()
-    name = client.key(str(find_project(project, env)), env)
-    return Path(client.runtime_dir(env)) / f"{name}.sock"
+    name = protocol.key(str(find_project(project, env)), env)
+    return Path(protocol.runtime_dir(env)) / f"{name}.sock"
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def started(project: Path) -> dict[str, Any]:
 
 
 def test_the_version_the_client_carries_is_kodelets() -> None:
-    assert kodelet.__version__ == client.VERSION
+    assert kodelet.__version__ == protocol.VERSION
 
 
 def test_the_client_finds_the_project_as_kodelet_does(tmp_path: Path) -> None:
@@ -125,9 +125,9 @@ def test_the_client_finds_the_project_as_kodelet_does(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path / "h")}
     for cwd in ("a", "a/b", "a/b/c/d", "e"):
         start = tmp_path / cwd
-        assert client.find_project(str(start), env) == str(find_project(start, env))
+        assert protocol.find_project(str(start), env) == str(find_project(start, env))
     pinned = {**env, "CLAUDE_PROJECT_DIR": str(tmp_path / "e")}
-    assert client.find_project(str(tmp_path / "a"), pinned) == str(find_project(tmp_path, pinned))
+    assert protocol.find_project(str(tmp_path / "a"), pinned) == str(find_project(tmp_path, pinned))
 
 
 def test_the_client_imports_no_kodelet_when_a_warm_kodelet_answers(guarded: Path) -> None:
@@ -220,7 +220,7 @@ def test_a_warm_kodelet_killed_mid_call_leaves_the_call_answered(guarded: Path) 
 
 def test_a_stale_socket_is_replaced(guarded: Path, warm_dir: Path) -> None:
     path = socket_path(guarded)
-    client.private_dir(str(warm_dir), create=True)
+    protocol.private_dir(str(warm_dir), create=True)
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(path))
     stale.close()  # the file stays, nobody listens
@@ -275,14 +275,14 @@ class Impostor(threading.Thread):
                 self.calls += 1
                 out = b"{}"
                 conn.sendall(
-                    b"\0".join([client.MAGIC, b"1:0.0.1:0:/elsewhere", b"ok", b"0", b"2"])
+                    b"\0".join([protocol.MAGIC, b"1:0.0.1:0:/elsewhere", b"ok", b"0", b"2"])
                     + b"\0"
                     + out
                 )
 
 
 def test_a_warm_kodelet_of_another_version_is_never_believed(guarded: Path, warm_dir: Path) -> None:
-    client.private_dir(str(warm_dir), create=True)
+    protocol.private_dir(str(warm_dir), create=True)
     impostor = Impostor(socket_path(guarded))
     impostor.start()
     try:
@@ -371,7 +371,7 @@ esac
     assert result["p"].returncode == 0
 
 
-def test_a_call_for_another_project_is_answered_by_its_own_client(
+def test_a_call_for_another_project_is_answered_by_its_own_guards(
     guarded: Path, tmp_path: Path
 ) -> None:
     started(guarded)
@@ -392,8 +392,8 @@ def test_a_call_for_another_project_is_answered_by_its_own_client(
         env=warm_env(),
         timeout=60,
     )
-    # The input's cwd is another project than the one the client found: refused, and
-    # the client answers as kodelet does in-process (the input's project).
+    # The input's cwd is another project than the one the client found: answered as
+    # kodelet does in-process, by the input's project's guards.
     assert decision(proc) == "other guard"
 
 

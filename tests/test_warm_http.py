@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kodelet.claude.installed import is_own
 from kodelet.places import Places
-from kodelet.warm import client, control
+from kodelet.warm import control, protocol
 from kodelet.warm import http as warm_http
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -116,7 +116,7 @@ def test_the_record_outlives_a_kodelet_upgrade(installed: tuple[Path, warm_http.
     written into the settings file must still be found."""
     project, record = installed
     places = Places.resolve(project, None, warm_env())
-    code = Path(client.__file__)
+    code = Path(protocol.__file__)
     before = code.stat()
     os.utime(code, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
     try:

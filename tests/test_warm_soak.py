@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kodelet.warm import client, control
+from kodelet.warm import control, protocol
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_warm import pre_tool, warm_env, write_guard
@@ -34,11 +34,11 @@ def test_ten_thousand_calls_leave_no_growth(project: Path) -> None:
     env = warm_env(CLAUDE_PROJECT_DIR=str(project))
     info = control.start(project, env)
     path = info["socket"]
-    blocked = client.request("claude-hook", [], json.dumps(pre_tool(project)).encode(), env)
-    allowed = client.request("claude-hook", [], json.dumps(pre_tool(project, "ls")).encode(), env)
+    blocked = protocol.request("claude-hook", [], json.dumps(pre_tool(project)).encode(), env)
+    allowed = protocol.request("claude-hook", [], json.dumps(pre_tool(project, "ls")).encode(), env)
 
     def call(i: int) -> None:
-        status, code, out, _ = client.call(path, blocked if i % 2 else allowed)
+        status, code, out, _ = protocol.call(path, blocked if i % 2 else allowed)
         assert (status, code) == ("ok", 0)
         assert (b"no rm" in out) == bool(i % 2)
 

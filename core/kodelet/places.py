@@ -15,6 +15,7 @@ from pathlib import Path
 import attrs
 
 from .kinds import Location
+from .warm import protocol
 
 HOOKS = "hooks"
 PLUGINS = "plugins"
@@ -123,9 +124,9 @@ def find_project(
     it names a directory. With neither, ``cwd`` itself."""
     # The warm kodelet's lean client finds projects without importing kodelet; this is
     # its function, so the two can never disagree on which project a call is for.
-    from .warm.client import find_project as find
-
-    return Path(find(os.fspath(cwd or os.getcwd()), os.environ if env is None else env))
+    return Path(
+        protocol.find_project(os.fspath(cwd or os.getcwd()), os.environ if env is None else env)
+    )
 
 
 @attrs.frozen

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..places import find_project
-from ..warm import client, control
+from ..warm import control, protocol
 from .common import fail
 
 app = typer.Typer(
@@ -39,7 +39,7 @@ def start(cwd: CwdOpt = None, as_json: JsonOpt = False) -> None:
     project = find_project(cwd)
     try:
         info = control.start(project)
-    except client.Unavailable as exc:
+    except protocol.Unavailable as exc:
         fail(f"cannot start a warm kodelet for {project}: {exc}")
     if as_json:
         typer.echo(json.dumps(info, indent=2))

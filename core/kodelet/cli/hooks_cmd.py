@@ -237,7 +237,7 @@ def _run_warm(
     timeout: float | None,
 ) -> None:
     """``hooks run --daemon``: the same dispatch, answered by the warm kodelet."""
-    from ..warm import client, control
+    from ..warm import control, protocol
     from ..wire import payload_to_wire
 
     if timeout is not None:
@@ -248,7 +248,7 @@ def _run_warm(
     body = json.dumps(payload_to_wire(model), ensure_ascii=False).encode()
     try:
         code, out, err = control.dispatch(project, ev.value, body, transcript)
-    except client.Unavailable as exc:
+    except protocol.Unavailable as exc:
         fail(f"no warm kodelet for {project}: {exc}", 1)
     if out is None:
         fail(err or "the warm kodelet gave no answer", code or 1)

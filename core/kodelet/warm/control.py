@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import client
+from . import protocol
 
 __all__ = ["ask", "dispatch", "running", "start", "stop", "stop_all"]
 
@@ -26,26 +26,26 @@ def _gone(pid: int) -> bool:
 
 def ask(socket_path: str | Path, op: str) -> dict[str, Any]:
     """One control request (``status`` or ``stop``) to the warm kodelet at ``socket_path``."""
-    status, _, out, _ = client.call(str(socket_path), client.request(op, [], b"", os.environ))
+    status, _, out, _ = protocol.call(str(socket_path), protocol.request(op, [], b"", os.environ))
     if status != "ok":
-        raise client.Unavailable(status, start=False)
+        raise protocol.Unavailable(status, start=False)
     return json.loads(out) if out else {}
 
 
 def running(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Every warm kodelet of this user: its status, or the problem with its socket."""
     env = os.environ if env is None else env
-    directory = Path(client.runtime_dir(env))
+    directory = Path(protocol.runtime_dir(env))
     try:
-        client.private_dir(str(directory), create=False)
+        protocol.private_dir(str(directory), create=False)
         sockets = sorted(directory.glob("*.sock"))
-    except client.Unavailable:
+    except protocol.Unavailable:
         return []
     found = []
     for path in sockets:
         try:
             found.append(ask(path, "status"))
-        except client.Unavailable as exc:
+        except protocol.Unavailable as exc:
             found.append({"socket": str(path), "problem": str(exc)})
     return found
 
@@ -53,7 +53,7 @@ def running(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
 def stop(info: Mapping[str, Any], wait: float = 10.0) -> bool:
     """Stop one warm kodelet (asked, then SIGTERM, then SIGKILL); True once it is gone."""
     pid = int(info["pid"])
-    with contextlib.suppress(client.Unavailable):
+    with contextlib.suppress(protocol.Unavailable):
         ask(info["socket"], "stop")
     deadline = time.monotonic() + wait
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
@@ -82,8 +82,8 @@ def start(
 ) -> dict[str, Any]:
     """The warm kodelet of ``project``, started if none answers, once it answers."""
     env = dict(os.environ if env is None else env)
-    where = client.Where(str(project), env)
-    return json.loads(client.wait_started(where, env, wait))  # type: ignore[no-any-return]
+    where = protocol.Where(str(project), env)
+    return json.loads(protocol.wait_started(where, env, wait))  # type: ignore[no-any-return]
 
 
 def dispatch(
@@ -97,9 +97,9 @@ def dispatch(
     (code, {"result", "trace"} or None, error text)."""
     env = dict(os.environ if env is None else env)
     info = start(project, env)
-    status, code, out, err = client.call(
-        info["socket"], client.request("dispatch", [event, transcript], payload, env)
+    status, code, out, err = protocol.call(
+        info["socket"], protocol.request("dispatch", [event, transcript], payload, env)
     )
     if status != "ok":
-        raise client.Unavailable(status, start=False)
+        raise protocol.Unavailable(status, start=False)
     return code, (json.loads(out) if out else None), err.decode("utf-8", "replace")

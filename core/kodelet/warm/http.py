@@ -120,7 +120,7 @@ class _Handler(BaseHTTPRequestHandler):
             size = int(self.headers.get("Content-Length", "0"))
         except ValueError:
             size = -1
-        from .client import INPUT_CAP
+        from .protocol import INPUT_CAP
 
         if not 0 <= size <= INPUT_CAP:
             self._send(413, b'{"error": "bad Content-Length"}')

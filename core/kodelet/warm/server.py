@@ -34,10 +34,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import client
+from . import protocol
 from .fingerprint import Fingerprint, files, fingerprint
 
-__all__ = ["Misrouted", "Server", "main"]
+__all__ = ["Server", "main"]
 
 log = logging.getLogger("kodelet.warm")
 
@@ -45,11 +45,6 @@ IDLE = 1800.0
 TICK = 1.0
 KEPT = 8
 """Runtimes kept per transcript (Claude hooks of plugin repositories see theirs)."""
-
-
-class Misrouted(BaseException):
-    """The call belongs to another project: refused, so its client answers it itself.
-    A BaseException so the bridge's own failure handling (which would block) lets it by."""
 
 
 class Lent:
@@ -68,10 +63,10 @@ class Server:
         self.project = project
         self.env = dict(env)
         self.idle = idle
-        self.name = client.key(str(project), self.env)
-        self.directory = Path(client.runtime_dir(self.env))
+        self.name = protocol.key(str(project), self.env)
+        self.directory = Path(protocol.runtime_dir(self.env))
         self.socket_path = self.directory / f"{self.name}.sock"
-        self.identity = client.identity()
+        self.identity = protocol.identity()
         self.started = time.time()
         self.last_call = time.monotonic()
         self.calls = 0
@@ -84,7 +79,7 @@ class Server:
         self._fingerprint: Fingerprint | None = None
         self._modules: Fingerprint = ()
         self._stop = threading.Event()
-        self._own_code = os.stat(client.__file__).st_mtime_ns
+        self._own_code = os.stat(protocol.__file__).st_mtime_ns
         self.http_state: str | None = None
         from ..places import Places
 
@@ -115,13 +110,24 @@ class Server:
         if lent.users == 0:
             lent.runtime.close()
 
-    @contextlib.contextmanager
-    def lend(self, call: Any, no_hooks: bool | None) -> Iterator[Any]:
-        """The runtime for one call (a :data:`~kodelet.bridges.claude_code.RuntimeSource`)."""
-        if Path(call.project) != self.project:
-            raise Misrouted(str(call.project))
-        with self.runtime(call.hook_input.transcript_path, no_hooks) as runtime:
-            yield runtime
+    def lender(self, env: Mapping[str, str]) -> Any:
+        """The :data:`~kodelet.bridges.claude_code.RuntimeSource` of calls made with
+        ``env``: the kept runtime for this project's calls. A call whose input names
+        another project (its ``cwd`` lies in another one) gets a runtime loaded for it
+        alone, as in-process, so every call is answered by its own project's guards."""
+
+        @contextlib.contextmanager
+        def lend(call: Any, no_hooks: bool | None) -> Iterator[Any]:
+            if Path(call.project) == self.project:
+                with self.runtime(call.hook_input.transcript_path, no_hooks) as runtime:
+                    yield runtime
+                return
+            from ..bridges.claude_code import fresh_runtime
+
+            with fresh_runtime(call, no_hooks, env) as runtime:
+                yield runtime
+
+        return lend
 
     @contextlib.contextmanager
     def runtime(self, transcript: str, no_hooks: bool | None) -> Iterator[Any]:
@@ -173,17 +179,17 @@ class Server:
     def handle(self, conn: socket.socket) -> None:
         with conn:
             try:
-                if client.peer_uid(conn) != os.getuid():
+                if protocol.peer_uid(conn) != os.getuid():
                     log.warning("refused a connection from another user")
                     return
-                data = client.recv_all(conn, client.INPUT_CAP + (1 << 16))
+                data = protocol.recv_all(conn, protocol.INPUT_CAP + (1 << 16))
                 conn.sendall(self.respond(data))
             except Exception:
                 log.exception("a call failed")
 
     def respond(self, data: bytes) -> bytes:
         try:
-            req = client.Request(data)
+            req = protocol.Request(data)
         except ValueError as exc:
             return self._reply(f"refused: {exc}", 2)
         if req.ident != self.identity:
@@ -200,9 +206,9 @@ class Server:
         return self._claude_hook(req)
 
     def _reply(self, status: str, code: int, out: bytes = b"", err: bytes = b"") -> bytes:
-        return client.reply(status, code, out, err, self.identity)
+        return protocol.reply(status, code, out, err, self.identity)
 
-    def _claude_hook(self, req: client.Request) -> bytes:
+    def _claude_hook(self, req: protocol.Request) -> bytes:
         env = dict(self.env)
         if req.pinned:
             env["CLAUDE_PROJECT_DIR"] = req.pinned
@@ -212,10 +218,7 @@ class Server:
             os.path.join(req.cwd, a) if prev == "--trace-file" else a
             for prev, a in zip(["", *req.args], req.args, strict=False)
         ]
-        try:
-            out, code, err = self.answer(req.body, args, env)
-        except Misrouted as exc:
-            return self._reply(f"refused: the call is for project {exc}", 2)
+        out, code, err = self.answer(req.body, args, env)
         return self._reply("ok", code, out.encode(), err.encode())
 
     @contextlib.contextmanager
@@ -257,26 +260,18 @@ class Server:
 
     def answer(self, raw: bytes, args: list[str], env: dict[str, str]) -> tuple[str, int, str]:
         """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the
-        kept runtime; :class:`Misrouted` when the input is another project's."""
+        kept runtime."""
         from ..bridges.claude_code import answer
 
         err = io.StringIO()
         with self._call():
-            out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lend)
+            out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lender(env))
         return out, code, err.getvalue()
 
     def answer_http(self, raw: bytes) -> tuple[str, int]:
-        """An HTTP call carries no environment: the input's cwd names the project. One
-        for another project is answered from a runtime loaded for it, as in-process."""
+        """An HTTP call carries no environment: the input's cwd names the project."""
         env = {k: v for k, v in self.env.items() if k != "CLAUDE_PROJECT_DIR"}
-        try:
-            out, code, err = self.answer(raw, [], env)
-        except Misrouted:
-            from ..bridges.claude_code import answer
-
-            err_io = io.StringIO()
-            out, code = answer(raw, [], stderr=err_io, env=env)
-            err = err_io.getvalue()
+        out, code, err = self.answer(raw, [], env)
         if err:
             log.info("%s", err.rstrip())
         return out, code
@@ -293,7 +288,7 @@ class Server:
             "last_reload": self.last_reload,
             "socket": str(self.socket_path),
             "log": str(self.directory / f"{self.name}.log"),
-            "version": client.VERSION,
+            "version": protocol.VERSION,
             "http": self.http_state,
         }
 
@@ -305,7 +300,7 @@ class Server:
         if not self.project.is_dir():
             return "its project directory is gone"
         try:
-            if os.stat(client.__file__).st_mtime_ns != self._own_code:
+            if os.stat(protocol.__file__).st_mtime_ns != self._own_code:
                 return "kodelet was replaced on disk"
         except OSError:
             return "kodelet was removed"
@@ -353,7 +348,7 @@ class Server:
         return httpd
 
     def serve(self) -> int:
-        client.private_dir(str(self.directory), create=True)
+        protocol.private_dir(str(self.directory), create=True)
         lock_path = self.directory / f"{self.name}.lock"
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
