@@ -199,7 +199,7 @@ def test_kodelet_failing_blocks_in_the_agents_form(guarded: Path) -> None:
 def test_an_unknown_agent_is_refused_with_the_known_ones(guarded: Path) -> None:
     proc = bridge(pre_tool(guarded, "Bash", {"command": "ls"}), "--agent", "nope", cwd=guarded)
     assert proc.returncode == 2
-    assert "unknown agent 'nope' (known: codex, " in proc.stderr
+    assert "unknown agent 'nope' (known: claude, codex, " in proc.stderr
 
 
 def test_to_claude_and_back_keep_unknown_names() -> None:
@@ -214,7 +214,8 @@ def test_every_dialect_maps_the_blocking_events() -> None:
         assert isinstance(d, Dialect)
         claude = {d.claude_event(e) for e in d.hook_events()}
         assert {"PreToolUse", "UserPromptSubmit"} <= claude, d.name
-        assert d.claude_tool(next(t for t, c in d.tools.items() if c == "Bash")) == "Bash"
+        shell = next((t for t, c in d.tools.items() if c == "Bash"), "Bash")
+        assert d.claude_tool(shell) == "Bash", d.name
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,15 @@
 
 ``kodelet claude hook --agent NAME`` reads NAME's hook input through its dialect;
 ``kodelet NAME install`` writes the agent's hook entries; ``kodelet agents`` lists
-them. Claude Code itself is not here: its dialect is kodelet's Claude bridge.
+them. Claude Code is a row like the others; its tables are the identity, since every
+other dialect is said in its words (:mod:`.base`). The bridge every agent's hook command
+reaches is :mod:`.bridge`; the Claude Agent SDK's hooks are :mod:`.agent_sdk`.
 """
 
 from __future__ import annotations
 
 from .base import Dialect
+from .claude import CLAUDE
 from .codex import CODEX
 from .copilot import COPILOT
 from .gemini import GEMINI
@@ -16,7 +19,7 @@ from .qwen import QWEN
 
 __all__ = ["DIALECTS", "Dialect", "dialect"]
 
-DIALECTS: dict[str, Dialect] = {d.name: d for d in (CODEX, QWEN, GEMINI, COPILOT, OPENCODE)}
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (CLAUDE, CODEX, QWEN, GEMINI, COPILOT, OPENCODE)}
 """Agent name -> its dialect."""
 
 

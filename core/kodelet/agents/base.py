@@ -3,7 +3,7 @@
 Codex, Qwen Code and the other agents kodelet runs inside all speak a dialect of
 Claude Code's command hooks: their own event names, tool names and input keys, and
 their own answer form. A :class:`Dialect` is that difference as data, plus the two
-small translators built on it, so the Claude bridge (:mod:`kodelet.bridges.claude_code`)
+small translators built on it, so the Claude bridge (:mod:`kodelet.agents.bridge`)
 serves every agent through its one translator to kodelet and back: the agent's input
 becomes a Claude hook input (:meth:`Dialect.to_claude`), and Claude's answer becomes
 the agent's (:meth:`Dialect.from_claude`). An agent whose wire differs in more than
@@ -95,6 +95,10 @@ class Dialect:
     exit_1_blocks: bool = False
     """The agent blocks on any non-zero exit of the hook command: kodelet's non-blocking
     error (Claude's exit 1, the ``on_failure = "allow"`` opt-out) exits 0 instead."""
+    empty_prompt_typed: bool = False
+    """An empty prompt is one the user sent (Claude Code); False: the agent fires its
+    prompt event with an empty prompt on its own turns (Qwen Code's after a tool round),
+    which is no user message."""
 
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """The trust records (key -> hash) the agent needs before it runs kodelet's entries
@@ -156,7 +160,8 @@ class Dialect:
             out["transcript_path"] = ""
         if "hook_event_name" in out:
             out["hook_event_name"] = self.claude_event(out["hook_event_name"])
-        if out.get("hook_event_name") == "UserPromptSubmit" and out.get("prompt") == "":
+        empty = out.get("prompt") == "" and not self.empty_prompt_typed
+        if out.get("hook_event_name") == "UserPromptSubmit" and empty:
             # No one typed it (Qwen Code's turn after a tool round): not a user message.
             out["hook_event_name"] = "UserPromptSubmit (empty)"
         tool = out.get("tool_name")

@@ -200,7 +200,9 @@ def agent_app(dialect: Dialect) -> typer.Typer:
     return app
 
 
-APPS: dict[str, typer.Typer] = {name: agent_app(d) for name, d in DIALECTS.items()}
+APPS: dict[str, typer.Typer] = {
+    name: agent_app(d) for name, d in DIALECTS.items() if name != "claude"
+}
 """Agent name -> its ``kodelet NAME`` sub-app."""
 
 
@@ -237,6 +239,8 @@ def agents(
         }
     ]
     for d in DIALECTS.values():
+        if d.name == "claude":
+            continue
         rows.append(
             {
                 "agent": d.name,

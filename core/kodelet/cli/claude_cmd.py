@@ -64,7 +64,7 @@ def entries(
     """kodelet's (event, entry) pairs: ``command`` per event, or with ``http`` (url,
     authorization) HTTP entries plus a SessionStart command that keeps the warm
     kodelet up (``command`` with ``ensure`` for ``hook``)."""
-    from ..bridges.claude_code import EVENTS
+    from ..agents.bridge import EVENTS
 
     events: list[tuple[str, dict[str, Any]]] = [
         (event, own_hook(event, command, on_failure=on_failure, http=http)) for event in EVENTS
@@ -181,7 +181,7 @@ def _installed(data: dict[str, Any]) -> dict[str, Any]:
 def bridged_hooks(ctx: typer.Context) -> tuple[str, str | None, list[dict[str, Any]]]:
     """(``[claude] on_failure``, the config error if any, the kodelet hooks the bridge
     runs): what every agent's ``status`` shows of the project."""
-    from ..bridges.claude_code import EVENTS
+    from ..agents.bridge import EVENTS
     from ..listing import hook_rows
 
     cwd = state(ctx).cwd
@@ -294,6 +294,6 @@ def status(
 def hook(ctx: typer.Context) -> None:
     """The command Claude Code runs: one hook input on stdin, Claude Code's output on stdout."""
     extra = ["--no-hooks"] if state(ctx).no_hooks else []
-    from ..bridges.claude_code import main as hook_main
+    from ..agents.bridge import main as hook_main
 
     raise typer.Exit(hook_main([*ctx.args, *extra]))

@@ -36,7 +36,7 @@ def answer_here(argv: list[str], raw: bytes) -> int:
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     if package_parent not in sys.path:
         sys.path.append(package_parent)
-    from kodelet.bridges.claude_code import main as bridge
+    from kodelet.agents.bridge import main as bridge
 
     return bridge(argv, raw)
 

@@ -2,7 +2,7 @@
 runtime it keeps loaded (``python -m kodelet.warm.server --project DIR``).
 
 It answers exactly as the in-process bridge does: the same
-:func:`kodelet.bridges.claude_code.answer`, handed a runtime that is already loaded
+:func:`kodelet.agents.bridge.answer`, handed a runtime that is already loaded
 instead of one loaded per call. Before each call it compares the
 :mod:`.fingerprint` of what defines that runtime and reloads on any change.
 
@@ -111,7 +111,7 @@ class Server:
             lent.runtime.close()
 
     def lender(self, env: Mapping[str, str]) -> Any:
-        """The :data:`~kodelet.bridges.claude_code.RuntimeSource` of calls made with
+        """The :data:`~kodelet.agents.bridge.RuntimeSource` of calls made with
         ``env``: the kept runtime for this project's calls. A call whose input names
         another project (its ``cwd`` lies in another one) gets a runtime loaded for it
         alone, as in-process, so every call is answered by its own project's guards."""
@@ -122,7 +122,7 @@ class Server:
                 with self.runtime(call.hook_input.transcript_path, no_hooks) as runtime:
                     yield runtime
                 return
-            from ..bridges.claude_code import fresh_runtime
+            from ..agents.bridge import fresh_runtime
 
             with fresh_runtime(call, no_hooks, env) as runtime:
                 yield runtime
@@ -261,7 +261,7 @@ class Server:
     def answer(self, raw: bytes, args: list[str], env: dict[str, str]) -> tuple[str, int, str]:
         """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the
         kept runtime."""
-        from ..bridges.claude_code import answer
+        from ..agents.bridge import answer
 
         err = io.StringIO()
         with self._call():

@@ -33,7 +33,7 @@ from ..errors import KodeletError
 from ..events import Event
 
 if TYPE_CHECKING:
-    from ..agents import Dialect
+    from .base import Dialect
 
 __all__ = [
     "EVENTS",
@@ -236,7 +236,7 @@ def parse_args(argv: Sequence[str]) -> Options:
         elif arg == "--no-hooks":
             no_hooks = True
         elif arg == "--agent" and args:
-            from ..agents import dialect
+            from . import dialect
 
             try:
                 agent = dialect(args.pop(0))

@@ -1,0 +1,33 @@
+"""Claude Code (``@anthropic-ai/claude-code``): the dialect every other one is said in.
+
+Claude Code reads command hooks from ``~/.claude/settings.json`` (user),
+``.claude/settings.json`` (project, shared with the team) and
+``.claude/settings.local.json`` (local, this machine's), sends the hook input that
+:mod:`kodelet.claude.types` reads and acts on the answer :mod:`kodelet.claude.mapping`
+writes. Its tables are therefore the identity: every event and tool keeps its name.
+An entry with ``onFailure: "block"`` makes Claude Code block the call when the hook
+command itself fails (not found, crashed, timed out), so kodelet's entries on the
+blocking events carry it.
+"""
+
+from __future__ import annotations
+
+from ..claude.events import HookEvent
+from .base import Dialect
+
+CLAUDE = Dialect(
+    name="claude",
+    title="Claude Code",
+    binary="claude",
+    package="@anthropic-ai/claude-code",
+    verified="2.1.328",
+    config={
+        "user": "~/.claude/settings.json",
+        "project": ".claude/settings.json",
+        "local": ".claude/settings.local.json",
+    },
+    # HookEvent lists the events kodelet answers first, in the order installs write them.
+    events={e.value: e.value for e in HookEvent},
+    fails_open=False,
+    empty_prompt_typed=True,
+)

@@ -1,1 +1,0 @@
-"""Bridges: kodelet's runtime behind another agent's own hook mechanism."""
