@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kodelet import load_runtime
 from kodelet.events import Event
+from kodelet.kinds import Source
 from kodelet.markers import hookimpl
 from kodelet.payloads import (
     PAYLOAD_TYPES,
@@ -120,6 +122,16 @@ class Answer:
         return self._answer()
 
 
+@attrs.frozen
+class StandIn:
+    """A hook as the reducer's step reads it (kodelet.policy.Hook)."""
+
+    name: str
+    source: Source = Source.PYTHON
+    fail_closed: bool = True
+    native: bool = True
+
+
 @given(event=st.sampled_from(list(Event)), answers=st.lists(ANSWERS, min_size=1, max_size=3))
 @settings(max_examples=200, deadline=None)
 def test_any_json_through_coerce_and_policy_never_raises(event: Event, answers: list[Any]) -> None:
@@ -129,10 +141,16 @@ def test_any_json_through_coerce_and_policy_never_raises(event: Event, answers: 
         try:
             result = coerce_result(event, raw)
         except ValueError:
-            continue  # the hook's failure: the runtime records it and moves on
-        assert result is None or isinstance(result, RESULT_TYPES[event])
-        red.add(f"h{i}", result)
-        if red.stopped:
+            refused = True  # the hook's failure: the step records it and moves on
+        else:
+            refused = False
+            assert result is None or isinstance(result, RESULT_TYPES[event])
+        stop = red.step(StandIn(f"h{i}"), raw, 0.0)
+        (record,) = red.records[i:]
+        assert record[0] == f"h{i}"
+        assert record[2] is Outcome.ERROR or not refused
+        assert stop is red.stopped
+        if stop:
             break
     merged = red.merged()
     assert isinstance(merged, RESULT_TYPES[event])

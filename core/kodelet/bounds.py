@@ -249,13 +249,6 @@ def _flat_size(d: dict[Any, Any]) -> int | None:
     return size if size <= MAX_SIZE else None
 
 
-def quick_check(kind: type) -> Callable[[Any], int | None] | None:
-    """The quick path's function for an attrs class (None for anything else): returns
-    an instance's size when it is plainly within bounds, None when it needs the full
-    walk. A caller on a hot path may hold it rather than look it up per call."""
-    return _quick_for(kind)
-
-
 @functools.cache
 def _quick_for(kind: type) -> Callable[[Any], int | None] | None:
     """A function settling an attrs class's instances on the quick path, compiled once

@@ -1,76 +1,79 @@
-"""How the runtime calls one hook: time limits for coroutines, and the two drivers'
-shared step, so the sync and async APIs run the one dispatch loop."""
+"""The one dispatch loop (:func:`run`) and how it calls one hook: time limits for
+coroutines, and what lets the sync and the async driver share the loop. What a hook
+answers is the reducer's business (:meth:`kodelet.policy.Reducer.step`), not this
+module's: the loop only hands the raw answer on."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Awaitable, Generator
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import attrs
-
-from .errors import HookFailure, describe
-from .events import Event
-from .policy import Reducer, coerce_result
-from .results import RESULT_TYPES
+from .errors import HookFailure
+from .policy import Reducer
 from .seam import WHOLE_PAYLOAD, HookEntry
-from .trace import Outcome, RawRecord
 
-log = logging.getLogger("kodelet.runtime")
-
-
-def settled(
-    red: Reducer, entry: HookEntry, raw: Any, duration: float, slow_after: float
-) -> RawRecord:
-    """A hook's answer into the merge, and its trace record (not yet a TraceRecord)."""
-    try:
-        result = coerce_result(red.payload.EVENT, raw)
-        outcome, detail = red.add(entry.name, result)
-    except Exception as exc:  # whatever an answer does while it is merged is its hook's fault
-        return failed(red, entry, exc, duration)
-    if type(raw) is dict and raw.keys() - RESULT_FIELDS[red.payload.EVENT]:
-        ignored = foreign_fields(red.payload.EVENT, raw)
-        if ignored:
-            log.warning("hook %s: %s", entry.name, ignored)
-            detail = ignored + (f"; {detail}" if detail else "")
-    if outcome is Outcome.ERROR:  # the policy refused the answer: that is the hook's error
-        return (entry.name, entry.source, outcome, duration, detail, None)
-    if duration > slow_after and entry.nargs != WHOLE_PAYLOAD:
-        log.warning("hook %s is slow: %.2fs on %s", entry.name, duration, red.payload.EVENT)
-        detail = f"slow: {duration:.2f}s" + (f"; {detail}" if detail else "")
-    return (entry.name, entry.source, outcome, duration, None, detail)
+Call = tuple[HookEntry, Callable[..., Any], Callable[..., Any], Any, int, float]
+"""One hook as the loop calls it: its entry, its sync and async call, the getter of the
+payload fields it names, how many it takes (or ``WHOLE_PAYLOAD``) and its time limit."""
 
 
-RESULT_FIELDS = {e: frozenset(a.name for a in attrs.fields(t)) for e, t in RESULT_TYPES.items()}
+def run(
+    red: Reducer, hooks: Sequence[Call], coroutines: CoroutineRunner | None
+) -> Generator[Any, Any, None]:
+    """The one dispatch loop, for both drivers (pluggy's ``_multicall``, plus asyncio).
 
-
-def foreign_fields(event: Event, answer: dict[str, Any]) -> str | None:
-    """What an answer says that ``event`` has no field for, which is ignored: a
-    ``blocked`` from an after_tool_call hook would otherwise be silently dropped.
-    Empty values (``"blocked": false``) say nothing and are let be."""
-    extra = sorted(k for k, v in answer.items() if k not in RESULT_FIELDS[event] and v)
-    if not extra:
-        return None
-    cannot = " (it cannot block)" if "blocked" in extra and not event.blocking else ""
-    names = ", ".join(repr(k) for k in extra)
-    return (
-        f"{event.value} has no field{'s' if len(extra) > 1 else ''} {names}{cannot}; ignored "
-        f"(see: kodelet hooks schema {event.value} --result)"
-    )
-
-
-def failed(red: Reducer, entry: HookEntry, exc: BaseException, duration: float) -> RawRecord:
-    """A hook's failure: logged, traced, and under ``fail_closed`` a block on blocking events."""
-    event = red.payload.EVENT
-    why = describe(exc)
-    log.warning("hook %s failed on %s: %s", entry.name, event.value, why)
-    detail = None
-    if entry.fail_closed and event.blocking:
-        red.fail_closed(entry.name, why)
-        detail = "fail-closed: blocked"
-    return (entry.name, entry.source, Outcome.ERROR, duration, why, detail)
+    It calls each hook with what it asks for and hands its raw answer, or its
+    exception, to the event's reducer, which merges it, records it for the trace and
+    says whether the chain stops; each hook is handed ``red.payload`` as the hooks
+    before it left it, never the host's own objects. It yields only the awaitables a
+    hook returned: the async driver (``coroutines`` None) awaits them; the sync one
+    runs them to completion on ``coroutines`` and so never sees a yield. Per hook it
+    does what pluggy's own loop does plus one clock read; each hook's duration runs
+    from the end of the previous hook's call."""
+    current = red.payload  # the reducer's own copy: hooks never touch the host's objects
+    clock = time.perf_counter
+    suspended = False
+    started = clock()
+    for entry, call, acall, get, nargs, timeout in hooks:
+        try:
+            if nargs == 1:
+                raw = call(get(current))
+            elif nargs > 1:
+                raw = call(*get(current))
+            elif nargs == 0:
+                raw = call()
+            else:
+                raw = (acall if coroutines is None else call)(current, timeout)
+            if raw is not None and inspect.isawaitable(raw):
+                pending = raw if nargs == WHOLE_PAYLOAD else bounded(raw, timeout)
+                if coroutines is not None:
+                    raw = coroutines.run(pending)
+                else:
+                    suspended = True
+                    raw = yield pending
+                    suspended = False
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if suspended:  # the async driver delivers a hook's exception wrapped
+                if not isinstance(exc, Raised):
+                    raise  # GeneratorExit: the dispatch itself is going away
+                suspended, exc = False, exc.error
+                if isinstance(exc, asyncio.CancelledError) and cancelling():
+                    raise exc from None
+            now = clock()
+            stop = red.raised(entry, exc, now - started)
+        else:
+            now = clock()
+            stop = red.step(entry, raw, now - started)
+        if stop:
+            break
+        started = now
+        current = red.payload
 
 
 class CoroutineRunner:

@@ -3,19 +3,24 @@
 Each event has a reducer: plain, IO-free code that the sync and the async
 drivers both run. A driver asks the reducer for the payload the next hook
 should see, calls the hook however it must (function, coroutine, process),
-and feeds the converted answer back; the reducer says what the answer did and
-whether later hooks still run.
+and hands its raw answer to :meth:`Reducer.step` (or its exception to
+:meth:`Reducer.raised`): one step converts the answer, holds it to the bounds,
+folds it into the merge, records it for the trace and says whether later hooks
+still run. The answer never leaves this module until the merged result does.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import math
+from typing import Any, Protocol
 
 import attrs
 
-from .bounds import bounded_copy, check_model
+from .bounds import BoundsError, bounded_copy, check_model
+from .errors import describe
 from .events import Event
+from .kinds import Source
 from .payloads import (
     AfterToolCallPayload,
     AgentStopPayload,
@@ -31,8 +36,8 @@ from .results import (
     BeforeToolCallResult,
     UserMessageSendResult,
 )
-from .trace import Outcome
-from .wire import BoundsError, WireError, check_payload, converter, result_from_wire
+from .trace import Outcome, RawRecord
+from .wire import WireError, converter, result_from_wire
 
 log = logging.getLogger("kodelet.policy")
 
@@ -87,11 +92,52 @@ def valid_messages(messages: list[Message] | None) -> str | None:
     return None
 
 
+RESULT_FIELDS = {e: frozenset(a.name for a in attrs.fields(t)) for e, t in RESULT_TYPES.items()}
+
+
+def foreign_fields(event: Event, answer: dict[str, Any]) -> str | None:
+    """What an answer says that ``event`` has no field for, which is ignored: a
+    ``blocked`` from an after_tool_call hook would otherwise be silently dropped.
+    Empty values (``"blocked": false``) say nothing and are let be."""
+    extra = sorted(k for k, v in answer.items() if k not in RESULT_FIELDS[event] and v)
+    if not extra:
+        return None
+    cannot = " (it cannot block)" if "blocked" in extra and not event.blocking else ""
+    names = ", ".join(repr(k) for k in extra)
+    return (
+        f"{event.value} has no field{'s' if len(extra) > 1 else ''} {names}{cannot}; ignored "
+        f"(see: kodelet hooks schema {event.value} --result)"
+    )
+
+
+class Hook(Protocol):
+    """What a reducer reads of the hook that answered (:class:`kodelet.seam.HookEntry`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> Source: ...
+
+    @property
+    def fail_closed(self) -> bool:
+        """Its failure blocks a blocking event."""
+
+    @property
+    def native(self) -> bool:
+        """A native impl, reported when slow; an adapter's hook keeps its own time limit."""
+
+
+_NO_ACTION = Outcome.NO_ACTION
+
+
 class Reducer:
-    """Base reducer: holds the current payload and whether the chain has stopped.
+    """Base reducer: holds the current payload, whether the chain has stopped and
+    the trace so far (one raw record per hook, in call order).
 
     ``payload`` is what the next hook must be handed: from the first hook on,
-    not the host's own object (after_tool_call hands out a copy)."""
+    not the host's own object (after_tool_call hands out a copy). A native hook
+    that took longer than ``slow_after`` seconds is logged and traced as slow."""
 
     event: Event
 
@@ -101,8 +147,55 @@ class Reducer:
     """True when a hook's ``None`` must still be folded in: it may have edited the
     payload it was handed in place (after_tool_call's metadata)."""
 
-    def __init__(self, payload: BasePayload, plain: bool = False) -> None:
+    def __init__(self, payload: BasePayload, slow_after: float = math.inf) -> None:
+        # The host's error, raised before any hook runs, so no hook can be made to fail
+        # by the model's input. ``plain``: every string ASCII and every dict a flat map
+        # of strings, so a shallow copy of the payload's dicts is a deep one.
+        self.plain = check_model(payload, "payload")
         self.payload: BasePayload = payload
+        self.slow_after = slow_after
+        self.records: list[RawRecord] = []
+
+    def step(self, hook: Hook, raw: Any, took: float) -> bool:
+        """One hook's raw answer (``None``, a result object or a wire dict) into the
+        merge: converted by the wire's converter, held to the bounds, folded in by the
+        event's rule and recorded with ``took``, its duration. Returns True when later
+        hooks must not run. Whatever the answer does here is its hook's failure,
+        never the host's."""
+        slow = took > self.slow_after and hook.native
+        if raw is None and not slow and not self.watches_in_place:
+            # None is "no action" for every reducer: the common answer skips merging.
+            self.records.append((hook.name, hook.source, _NO_ACTION, took))
+            return False
+        try:
+            outcome, detail = self.add(hook.name, coerce_result(self.event, raw))
+        except Exception as exc:
+            return self.raised(hook, exc, took)
+        if type(raw) is dict and raw.keys() - RESULT_FIELDS[self.event]:
+            ignored = foreign_fields(self.event, raw)
+            if ignored:
+                log.warning("hook %s: %s", hook.name, ignored)
+                detail = ignored + (f"; {detail}" if detail else "")
+        if outcome is Outcome.ERROR:  # the policy refused the answer: the hook's error
+            self.records.append((hook.name, hook.source, outcome, took, detail, None))
+            return self.stopped
+        if slow:
+            log.warning("hook %s is slow: %.2fs on %s", hook.name, took, self.event)
+            detail = f"slow: {took:.2f}s" + (f"; {detail}" if detail else "")
+        self.records.append((hook.name, hook.source, outcome, took, None, detail))
+        return self.stopped
+
+    def raised(self, hook: Hook, exc: BaseException, took: float) -> bool:
+        """A hook's failure: logged, recorded, and under ``fail_closed`` a block on
+        the blocking events. Returns True when later hooks must not run."""
+        why = describe(exc)
+        log.warning("hook %s failed on %s: %s", hook.name, self.event.value, why)
+        detail = None
+        if hook.fail_closed and self.event.blocking:
+            self.fail_closed(hook.name, why)
+            detail = "fail-closed: blocked"
+        self.records.append((hook.name, hook.source, Outcome.ERROR, took, why, detail))
+        return self.stopped
 
     def _gather(self, result: Any) -> None:
         """Keep a hook's ``additional_context``, in call order, whatever else it did."""
@@ -161,12 +254,14 @@ _ALLOW = BeforeToolCallResult()  # frozen, so the common answer can be shared
 class BeforeToolCallReducer(_Blocking):
     event = Event.BEFORE_TOOL_CALL
 
-    def __init__(self, payload: BeforeToolCallPayload, plain: bool = False) -> None:
-        self.payload = payload
+    def __init__(self, payload: BeforeToolCallPayload, slow_after: float = math.inf) -> None:
+        super().__init__(payload, slow_after)
         # A snapshot, so an impl that edits tool_input in place counts as a rewrite.
         tool_input = payload.tool_input
         self.original = (
-            dict(tool_input) if plain else bounded_copy(tool_input, "payload.tool_input", depth=1)
+            dict(tool_input)
+            if self.plain
+            else bounded_copy(tool_input, "payload.tool_input", depth=1)
         )
 
     asked = ""
@@ -217,20 +312,22 @@ class BeforeToolCallReducer(_Blocking):
 class AfterToolCallReducer(Reducer):
     event = Event.AFTER_TOOL_CALL
 
-    def __init__(self, payload: AfterToolCallPayload, plain: bool = False) -> None:
+    def __init__(self, payload: AfterToolCallPayload, slow_after: float = math.inf) -> None:
         # Hooks get their own copy of tool_output: an impl that edits its metadata in
         # place never edits the host's object, and the edit counts as a rewrite (as
         # for tool_input), compared against the host's untouched original.
         # ``seen`` is the metadata as the last hook was handed it, so that hook's
         # in-place edit is traced as its action, not as no-action; to begin with it is
         # the host's own object, which no hook is handed (no second copy).
+        super().__init__(payload, slow_after)
         output = payload.tool_output
         self.seen: Any = output.metadata
         if output.metadata is not None:
             metadata = bounded_copy(output.metadata, "payload.tool_output.metadata", depth=2)
-            payload = attrs.evolve(payload, tool_output=attrs.evolve(output, metadata=metadata))
+            self.payload = attrs.evolve(
+                payload, tool_output=attrs.evolve(output, metadata=metadata)
+            )
             self.watches_in_place = True
-        super().__init__(payload)
         self.original = output
 
     def _edited_in_place(self, current: AfterToolCallPayload) -> bool:
@@ -277,8 +374,8 @@ class UserMessageSendReducer(_Blocking):
 class _FirstActionWins(Reducer):
     """after_turn and agent_stop: every hook runs, the first mutate/callback wins."""
 
-    def __init__(self, payload: BasePayload, plain: bool = False) -> None:
-        super().__init__(payload)
+    def __init__(self, payload: BasePayload, slow_after: float = math.inf) -> None:
+        super().__init__(payload, slow_after)
         self.winner: AfterTurnResult | AgentStopResult | None = None
         self.winner_name = ""
 
@@ -329,8 +426,8 @@ class AfterTurnReducer(_FirstActionWins):
 class AgentStopReducer(_FirstActionWins):
     event = Event.AGENT_STOP
 
-    def __init__(self, payload: AgentStopPayload, plain: bool = False) -> None:
-        super().__init__(payload)
+    def __init__(self, payload: AgentStopPayload, slow_after: float = math.inf) -> None:
+        super().__init__(payload, slow_after)
         self.follow_ups: list[str] = []
 
     def _fold(self, name: str, result: AgentStopResult | None) -> tuple[Outcome, str | None]:
@@ -369,11 +466,11 @@ REDUCERS: dict[Event, type[Reducer]] = {
 }
 
 
-def reducer_for(payload: BasePayload) -> Reducer:
+def reducer_for(payload: BasePayload, slow_after: float = math.inf) -> Reducer:
     """The event's reducer, once the payload is known to be within the bounds.
 
-    Raises :class:`~kodelet.bounds.BoundsError` (a ``ValueError``) for a payload
-    nested too deep, too big or not writable as JSON: the host's error, raised
-    before any hook runs, so no hook can be made to fail by the model's input."""
-    plain = check_payload(payload)
-    return REDUCERS[payload.EVENT](payload, plain)
+    Raises :class:`~kodelet.bounds.BoundsError` (a ``ValueError``) naming the limit
+    and the path (``payload.tool_input.a.a.…: nested deeper than 64 levels``) for a
+    payload nested too deep, too big or not writable as JSON: the host's error,
+    raised before any hook runs, so no hook can be made to fail by the model's input."""
+    return REDUCERS[payload.EVENT](payload, slow_after)

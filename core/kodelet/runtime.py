@@ -9,19 +9,16 @@ of hook other than a native impl arrives through the seam (:mod:`kodelet.seam`).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import logging
 import operator
 import os
-import time
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import hookspecs
-from .calls import CoroutineRunner, Raised, bounded, cancelling, caught, failed, feed, settled
+from .calls import Call, CoroutineRunner, caught, feed, run
 from .config import Config
 from .events import Event
 from .kinds import Location, Source
@@ -29,9 +26,9 @@ from .loading import PluginInfo, configure_plugins
 from .markers import PluginManager
 from .payloads import BasePayload
 from .places import Places
-from .policy import reducer_for
+from .policy import Reducer, reducer_for
 from .seam import ADAPTER_HOOKS, WHOLE_PAYLOAD, HookEntry, Rank
-from .trace import Dispatch, LazyDispatch, Outcome, RawRecord
+from .trace import Dispatch, LazyDispatch
 from .wire import payload_from_wire
 
 log = logging.getLogger("kodelet.runtime")
@@ -64,7 +61,7 @@ class Runtime:
         self.adapters: dict[str, Any] = {}
         self._disabled = set(disabled) | set(self.config.disabled_plugins)
         self._sources: dict[str, Source] = {}
-        self._order: dict[Event, tuple[list[HookEntry], list[tuple[Any, ...]]]] = {}
+        self._order: dict[Event, tuple[list[HookEntry], list[Call]]] = {}
         self._coroutines = CoroutineRunner()
         self._closed = False
         self._configured = False
@@ -127,100 +124,38 @@ class Runtime:
         """The hooks for ``event`` in call order."""
         return self._ordered(event)[0]
 
-    def _ordered(self, event: Event) -> tuple[list[HookEntry], list[tuple[Any, ...]]]:
+    def _ordered(self, event: Event) -> tuple[list[HookEntry], list[Call]]:
         """The call order, and the same unpacked into the dispatch loop's locals."""
         held = self._order.get(event)
         if held is None:
             entries = call_order(self, event)
-            steps = [(e, e.name, e.source, e.call, e.acall, e.get, e.nargs, e.timeout)
-                     for e in entries]  # fmt: skip
+            steps = [(e, e.call, e.acall, e.get, e.nargs, e.timeout) for e in entries]
             held = self._order[event] = (entries, steps)
         return held
 
     def dispatch(self, payload: BasePayload) -> Dispatch:
         """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
-        box: list[Dispatch] = []
-        for _ in self._steps(payload, box, asynchronous=False):
+        hooks, red = self._start(payload)
+        for _ in run(red, hooks, self._coroutines):
             pass  # the sync loop never yields: it runs a coroutine where the async one awaits
-        return box[0]
+        return LazyDispatch.of(payload.EVENT, red.merged(), red.records)
 
     async def adispatch(self, payload: BasePayload) -> Dispatch:
         """The async twin of :meth:`dispatch`: the same loop, asyncio subprocesses."""
-        box: list[Dispatch] = []
-        steps = self._steps(payload, box, asynchronous=True)
+        hooks, red = self._start(payload)
+        steps = run(red, hooks, None)
         done, value = feed(steps, True, None)
         while not done:
             done, value = feed(steps, *await caught(value))
-        return box[0]
+        return LazyDispatch.of(payload.EVENT, red.merged(), red.records)
 
-    # The one dispatch loop, for both drivers: it yields only the awaitables a hook
-    # returned, which the sync driver runs to completion and the async one awaits.
-    # Per hook it does what pluggy's own loop does plus one clock read and one tuple
-    # for the trace (TraceRecords are built only when ``Dispatch.trace`` is read). A
-    # hook answering None is "no action" for every reducer, so that case skips
-    # merging. Each hook's duration runs from the end of the previous hook's call.
-    # The Dispatch comes back in ``box``, not as the generator's return value: the
-    # sync driver then needs no StopIteration per dispatch.
-    def _steps(
-        self, payload: BasePayload, box: list[Dispatch], *, asynchronous: bool
-    ) -> Generator[Any, Any, None]:
+    def _start(self, payload: BasePayload) -> tuple[list[Call], Reducer]:
+        """The event's hooks in call order, and the reducer their answers go to
+        (:func:`~kodelet.policy.reducer_for` refuses a payload over the bounds)."""
         if self._closed:
             raise RuntimeError("runtime is closed")
-        red = reducer_for(payload)
-        records: list[RawRecord] = []
-        append = records.append
-        current = red.payload  # the reducer's own copy: hooks never touch the host's objects
-        slow_after = self.slow_after
-        clock = time.perf_counter
-        no_action = Outcome.NO_ACTION
-        suspended = False
-        started = clock()
-        for entry, name, source, call, acall, get, nargs, timeout in self._ordered(payload.EVENT)[
-            1
-        ]:
-            try:
-                if nargs == 1:
-                    raw = call(get(current))
-                elif nargs > 1:
-                    raw = call(*get(current))
-                elif nargs == 0:
-                    raw = call()
-                else:
-                    raw = (acall if asynchronous else call)(current, timeout)
-                if raw is not None and inspect.isawaitable(raw):
-                    pending = raw if nargs == WHOLE_PAYLOAD else bounded(raw, timeout)
-                    if asynchronous:
-                        suspended = True
-                        raw = yield pending
-                        suspended = False
-                    else:
-                        raw = self._coroutines.run(pending)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as exc:
-                if suspended:  # the async driver delivers a hook's exception wrapped
-                    if not isinstance(exc, Raised):
-                        raise  # GeneratorExit: the dispatch itself is going away
-                    suspended, exc = False, exc.error
-                    if isinstance(exc, asyncio.CancelledError) and cancelling():
-                        raise exc from None
-                now = clock()
-                append(failed(red, entry, exc, now - started))
-            else:
-                now = clock()
-                if (
-                    raw is None
-                    and not red.watches_in_place  # a None may still have edited it
-                    and (nargs == WHOLE_PAYLOAD or now - started <= slow_after)
-                ):
-                    append((name, source, no_action, now - started))
-                else:
-                    append(settled(red, entry, raw, now - started, slow_after))
-            started = now
-            current = red.payload
-            if red.stopped:
-                break
-        box.append(LazyDispatch.of(payload.EVENT, red.merged(), records))
+        hooks = self._ordered(payload.EVENT)[1]
+        return hooks, reducer_for(payload, self.slow_after)
 
     def dispatch_wire(self, event: Event, data: Mapping[str, Any]) -> Dispatch:
         """Dispatch a payload given as wire JSON; ``ValueError`` names a bad field."""

@@ -88,6 +88,11 @@ class HookEntry:
     path: str | None = None
     note: str | None = None
 
+    @property
+    def native(self) -> bool:
+        """A native impl, timed by the runtime; an adapter's hook keeps its own time limit."""
+        return self.nargs != WHOLE_PAYLOAD
+
 
 class _Plugin(SimpleNamespace):
     """pluggy looks at every name ``dir()`` gives when it registers a plugin; here

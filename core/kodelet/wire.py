@@ -18,7 +18,7 @@ from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
-from .bounds import MAX_DEPTH, MAX_SIZE, BoundsError, check_bounds, check_model, quick_check
+from .bounds import MAX_DEPTH, MAX_SIZE, BoundsError, check_bounds
 from .errors import KodeletError
 from .events import Event
 from .payloads import PAYLOAD_TYPES, BasePayload, StructuredToolResult
@@ -33,7 +33,6 @@ __all__ = [
     "BoundsError",
     "WireError",
     "check_bounds",
-    "check_payload",
     "converter",
     "payload_from_wire",
     "payload_to_wire",
@@ -140,22 +139,6 @@ converter = _make_converter()
 
 def _drop_nones(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
-
-
-def check_payload(payload: BasePayload) -> bool:
-    """Refuse a payload over the bounds before any hook sees it (:mod:`kodelet.bounds`).
-
-    Raises :class:`BoundsError` (a ``ValueError``) naming the limit and the path,
-    e.g. ``payload.tool_input.a.a.…: nested deeper than 64 levels``. Returns True
-    when the payload is plain (ASCII strings, flat dicts): a shallow copy of its
-    dicts is then a deep one."""
-    quick = _QUICK.get(type(payload))
-    if quick is not None and quick(payload) is not None:
-        return True
-    return check_model(payload, "payload")
-
-
-_QUICK = {cls: quick_check(cls) for cls in PAYLOAD_TYPES.values()}
 
 
 def payload_to_wire(payload: BasePayload) -> dict[str, Any]:
