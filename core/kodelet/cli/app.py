@@ -23,6 +23,7 @@ from . import (
     plugins_cmd,
     replay_cmd,
     schema_cmd,
+    verify_cmd,
 )
 from .common import State, fail, plain_help, setup_logging
 
@@ -90,6 +91,7 @@ app.command("agents")(agents_cmd.agents)
 for _name, _agent_app in agents_cmd.APPS.items():
     app.add_typer(_agent_app, name=_name)
 app.command("replay")(replay_cmd.replay)
+app.command("verify", help=verify_cmd.HELP)(verify_cmd.verify)
 plain_help(app)
 
 

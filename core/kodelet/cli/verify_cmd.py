@@ -1,0 +1,268 @@
+"""``kodelet verify``: prove, in the agent's own terms, that the installed guard holds.
+
+It finds the pre-tool entries kodelet installed where the agent reads them when started
+in the current folder, runs each as the agent does (:mod:`kodelet.agents.verify`) on a
+few dangerous calls and on the user's own, and prints what the agent would do with each.
+Nothing but the hook runs: the calls themselves never do.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..agents import DIALECTS
+from ..agents import verify as probing
+from ..claude.installed import is_own
+from . import hook_trust
+from .common import fail, print_json, printable, state
+from .hook_files import SettingsError, read_settings
+from .plugin_files import GeneratesPlugin, installed_command
+
+AGENTS = tuple(DIALECTS)
+TITLES = {n: d.title for n, d in DIALECTS.items()}
+
+HELP = """Run the hook entry kodelet installed for an agent exactly as that agent runs it,
+and say what the agent would do with each call: blocked, asks, rewritten or allowed.
+
+The entry is found where the agent reads it when started in the current folder, run
+through /bin/sh -c from this folder with the environment the agent gives hooks (this
+shell's, with the agent's project variable), on the agent's own pre-tool input, and its
+answer read as that agent reads it (exit codes, decisions, what happens when the hook
+crashes or times out). The calls themselves never run: only the hook does.
+
+Every run puts a few built-in dangerous calls (rm -rf /, rm -rf ~, writes to
+.kodelet/config.toml) and reports what happens to them, without expecting anything:
+which calls your guards must stop is yours to say, with --expect-block COMMAND (and
+--expect-allow COMMAND for calls they must let through).
+
+Exit status: 0 when every expectation holds; 1 when a call expected to be blocked is
+allowed (or one expected to be allowed is not), or when no kodelet entry runs from this
+folder (the fix is printed: `kodelet AGENT install`); 2 on a usage error."""
+
+
+def _here(ctx: typer.Context) -> Path:
+    """The folder the agent would start in: --cwd as given, else the current folder (not
+    the project root that other commands work from)."""
+    given = ctx.find_root().params.get("cwd")
+    return Path(given if given is not None else os.getcwd()).absolute()
+
+
+def _entry(agent: str, scope: str, path: Path, hook: dict[str, Any], **extra: Any) -> Any:
+    timeout = hook.get("timeout")
+    return probing.Entry(
+        agent,
+        scope,
+        path,
+        command=hook.get("command") if hook.get("type", "command") == "command" else None,
+        url=hook.get("url") if hook.get("type") == "http" else None,
+        headers={str(k): str(v) for k, v in (hook.get("headers") or {}).items()},
+        timeout=float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None,
+        blocks_on_failure=hook.get("onFailure") == "block",
+        **extra,
+    )
+
+
+def _settings_entries(
+    agent: str, scope: str, path: Path, event: str, keys: tuple[str, ...] = ()
+) -> tuple[list[probing.Entry], str | None]:
+    """kodelet's entries for ``event`` in one settings file, and the problem reading it."""
+    what = f"{TITLES[agent]} settings"
+    try:
+        _, data = read_settings(path, what, keys)
+    except SettingsError as exc:
+        return [], str(exc)
+    untrusted = set(hook_trust.untrusted(DIALECTS[agent], path, data) or ())
+    out = []
+    groups = data.get("hooks", {}).get(event, [])
+    snake = "pre_tool_use"
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        inner = group.get("hooks") if isinstance(group, dict) else None
+        for h, hook in enumerate(inner if isinstance(inner, list) else []):
+            if not is_own(hook):
+                continue
+            matcher = group.get("matcher")
+            extra: dict[str, Any] = {"matcher": matcher if isinstance(matcher, str) else None}
+            if f"{path}:{snake}:{g}:{h}" in untrusted:
+                extra["runs"] = False
+                extra["why_not"] = (
+                    f"not trusted by {TITLES[agent]}, which does not run it"
+                    f" (`kodelet {agent} install --scope {scope}` records the trust)"
+                )
+            out.append(_entry(agent, scope, path, hook, **extra))
+    return out, None
+
+
+def _scopes(agent: str, base: Path) -> list[tuple[str, Path]]:
+    """(scope, file) where ``agent`` reads kodelet's entries, project files from ``base``."""
+    dialect = DIALECTS[agent]
+    return [(s, dialect.config_path(s, base, os.environ)) for s in dialect.config]
+
+
+def find_entries(agent: str, base: Path) -> tuple[list[probing.Entry], list[str]]:
+    """kodelet's pre-tool entries for ``agent`` (project files read from ``base``), and
+    the problems met reading its files."""
+    entries: list[probing.Entry] = []
+    problems: list[str] = []
+    dialect = DIALECTS[agent]
+    event = probing.pre_tool_event(agent)
+    for scope, path in _scopes(agent, base):
+        if isinstance(dialect, GeneratesPlugin):
+            command, problem = installed_command(path, dialect.marker)
+            if command:
+                entries.append(probing.Entry(agent, scope, path, command=command))
+        else:
+            found, problem = _settings_entries(agent, scope, path, event, dialect.settings_keys)
+            entries += found
+        if problem:
+            problems.append(problem)
+    return entries, problems
+
+
+def _start_folder(agent: str, here: Path, project: Path) -> Path:
+    """Where the agent reads a project's file when started in ``here``: ``here`` for the
+    agents that read it only where they start, the project's root for the others."""
+    return here if agent in probing.HOLDS_FROM_START_ONLY else project
+
+
+def subfolder_problem(agent: str, here: Path, project: Path) -> str | None:
+    """Why a project-scope entry at the project's root does not hold in ``here``, or None."""
+    if agent not in probing.HOLDS_FROM_START_ONLY or here == project:
+        return None
+    at_root = [e for e in find_entries(agent, project)[0] if e.scope != "user"]
+    if not at_root:
+        return None
+    title = TITLES[agent]
+    return (
+        f"kodelet is installed for {title} in {at_root[0].path}, which {title} reads only"
+        f" when started in {project}; started here ({here}) it never calls kodelet: start"
+        f" {title} in {project}, or `kodelet {agent} install --scope user` to hold from"
+        " every folder"
+    )
+
+
+def check_agent(
+    agent: str, here: Path, project: Path, probes: list[probing.Probe]
+) -> dict[str, Any]:
+    """What ``verify`` says of one agent, as JSON-ready data."""
+    entries, problems = find_entries(agent, _start_folder(agent, here, project))
+    row: dict[str, Any] = {
+        "agent": agent,
+        "title": TITLES[agent],
+        "cwd": str(here),
+        "entries": [
+            {
+                "scope": e.scope,
+                "path": str(e.path),
+                "command": e.command,
+                "url": e.url,
+                "runs": e.runs,
+                "why_not": e.why_not or None,
+            }
+            for e in entries
+        ],
+        "problems": problems,
+        "problem": None,
+        "fix": None,
+        "calls": [],
+    }
+    if not any(e.runs for e in entries):
+        where = subfolder_problem(agent, here, project)
+        row["problem"] = where or (
+            f"no kodelet entry runs before {TITLES[agent]}'s tool calls from {here}"
+        )
+        row["fix"] = (
+            f"`kodelet {agent} install --scope user`"
+            if where
+            else f"`kodelet {agent} install` (or --scope user)"
+        )
+        if not entries:
+            return row
+    verdicts = probing.verify(agent, entries, probes, here, os.environ)
+    row["calls"] = [v.to_json() for v in verdicts]
+    return row
+
+
+def _installed_anywhere(agent: str, here: Path, project: Path) -> bool:
+    if find_entries(agent, _start_folder(agent, here, project))[0]:
+        return True
+    return subfolder_problem(agent, here, project) is not None
+
+
+def _lines(row: dict[str, Any]) -> list[str]:
+    lines = [f"{row['title']} (started in {row['cwd']}):"]
+    for e in row["entries"]:
+        what = e["command"] or e["url"]
+        lines.append(f"  entry: {e['scope']} {e['path']}: {what}")
+        if not e["runs"]:
+            lines.append(f"    does not run: {e['why_not']}")
+    lines += [f"  problem: {p}" for p in row["problems"]]
+    if row["problem"]:
+        lines.append(f"  NOT HELD: {row['problem']}")
+        lines.append(f"  fix: {row['fix']}")
+    for call in row["calls"]:
+        mark = ""
+        if call["expect"] is not None:
+            wanted = "blocked" if call["expect"] == probing.BLOCK else "allowed"
+            mark = f" [expected {wanted}: {'ok' if call['held'] else 'FAILS'}]"
+        lines.append(f"  {call['outcome']:9} {call['call']}{mark}")
+        lines.append(f"  {'':9}   {call['reason']}")
+    return lines
+
+
+def verify(
+    ctx: typer.Context,
+    agent: str = typer.Option(
+        None,
+        "--agent",
+        metavar="NAME",
+        help=f"The agent ({', '.join(AGENTS)}); default: every agent kodelet is installed"
+        " in for this folder or user, else Claude Code.",
+        show_default=False,
+    ),
+    expect_block: list[str] = typer.Option(
+        [],
+        "--expect-block",
+        metavar="COMMAND",
+        help="A shell command your guards must stop (blocked, asked or rewritten);"
+        " repeatable. verify exits 1 when it is let through.",
+    ),
+    expect_allow: list[str] = typer.Option(
+        [],
+        "--expect-allow",
+        metavar="COMMAND",
+        help="A shell command your guards must let through; repeatable. verify exits 1"
+        " when it is stopped.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON document for scripts."),
+) -> None:
+    here = _here(ctx)
+    project = state(ctx).cwd
+    if agent is not None and agent not in AGENTS:
+        fail(f"--agent {agent}: unknown agent (known: {', '.join(AGENTS)})", 2)
+    agents = [agent] if agent else [a for a in AGENTS if _installed_anywhere(a, here, project)]
+    probes = probing.builtin_probes(project) + probing.user_probes(expect_block, expect_allow)
+    rows = [check_agent(a, here, project, probes) for a in agents or ["claude"]]
+    failed = [c for r in rows for c in r["calls"] if c["held"] is False]
+    ok = not failed and not any(r["problem"] for r in rows)
+    if as_json:
+        print_json({"cwd": str(here), "project": str(project), "ok": ok, "agents": rows})
+    else:
+        lines: list[str] = []
+        for row in rows:
+            lines += [*_lines(row), ""]
+        if not expect_block and not expect_allow:
+            lines.append(
+                "nothing expected: built-in calls are reported only; --expect-block COMMAND"
+                " makes verify fail when COMMAND is let through"
+            )
+        if failed:
+            lines.append(f"FAILED: {len(failed)} call(s) not as expected")
+        elif ok:
+            lines.append("ok: every expectation holds")
+        typer.echo("\n".join(printable(line) for line in lines))
+    if not ok:
+        raise typer.Exit(1)

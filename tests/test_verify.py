@@ -1,0 +1,241 @@
+"""`kodelet verify`: real installs (`kodelet AGENT install` in a temp project), real guards,
+the installed entries run through /bin/sh as each agent runs them, and the exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BIN = str(Path(sys.executable).parent)
+
+BLOCKER = """#!/bin/sh
+# Stops every rm -rf, lets the rest through.
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) grep -q 'rm -rf' && echo '{"blocked": true, "reason": "no rm -rf in this project"}'
+       exit 0 ;;
+esac
+"""
+
+NOTHING = """#!/bin/sh
+# Lets everything through.
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) cat > /dev/null ;;
+esac
+"""
+
+
+def kodelet(
+    *args: str, cwd: Path, path: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``kodelet ARGS`` as the user types it: ``kodelet`` found on PATH (``path``, default
+    this venv's bin and the system's), so the installed ``kodelet claude hook`` is too."""
+    full = {**os.environ, "PATH": path or f"{BIN}:/usr/bin:/bin", **env}
+    return subprocess.run(
+        [sys.executable, "-m", "kodelet", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
+        env=full,
+    )
+
+
+def guarded(root: Path, guard: str) -> Path:
+    hook = root / ".kodelet" / "hooks" / "guard"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    hook.write_text(guard)
+    hook.chmod(0o700)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def report(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert proc.stdout.startswith("{"), (proc.stdout, proc.stderr)
+    data = json.loads(proc.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def calls(data: dict[str, Any], agent: str) -> dict[str, dict[str, Any]]:
+    row = next(r for r in data["agents"] if r["agent"] == agent)
+    return {c["call"]: c for c in row["calls"]}
+
+
+def test_a_guard_that_blocks_holds_and_verify_says_so(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    assert kodelet("claude", "install", cwd=root).returncode == 0
+    proc = kodelet("verify", "--expect-block", "rm -rf build", "--expect-allow", "ls -la", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "blocked   rm -rf build [expected blocked: ok]" in proc.stdout
+    assert "no rm -rf in this project" in proc.stdout
+    assert "allowed   ls -la [expected allowed: ok]" in proc.stdout
+    assert "ok: every expectation holds" in proc.stdout
+    data = report(kodelet("verify", "--json", "--expect-block", "rm -rf build", cwd=root))
+    assert data["ok"] is True
+    got = calls(data, "claude")
+    assert got["rm -rf /"]["outcome"] == "blocked" and got["rm -rf /"]["held"] is None
+    assert got["rm -rf build"] == {
+        "call": "rm -rf build",
+        "tool": "Bash",
+        "builtin": False,
+        "expect": "block",
+        "outcome": "blocked",
+        "reason": "no rm -rf in this project",
+        "held": True,
+    }
+
+
+def test_a_guard_that_lets_it_through_fails_verify(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", NOTHING)
+    assert kodelet("claude", "install", cwd=root).returncode == 0
+    proc = kodelet("verify", "--expect-block", "rm -rf build", cwd=root)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "allowed   rm -rf build [expected blocked: FAILS]" in proc.stdout
+    assert "FAILED: 1 call(s) not as expected" in proc.stdout
+    # Built-in calls are reported, never expected: with no expectation it exits 0.
+    assert kodelet("verify", cwd=root).returncode == 0
+    blocker = guarded(tmp_path / "b", BLOCKER)
+    assert kodelet("claude", "install", cwd=blocker).returncode == 0
+    proc = kodelet("verify", "--expect-allow", "rm -rf build", cwd=blocker)
+    assert proc.returncode == 1
+    assert "blocked   rm -rf build [expected allowed: FAILS]" in proc.stdout
+
+
+def test_no_entry_installed_is_a_failure_with_the_fix(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    proc = kodelet("verify", "--expect-block", "rm -rf build", cwd=root)
+    assert proc.returncode == 1
+    assert "NOT HELD: no kodelet entry runs before Claude Code's tool calls" in proc.stdout
+    assert "fix: `kodelet claude install`" in proc.stdout
+    data = report(kodelet("verify", "--json", "--agent", "gemini", cwd=root))
+    assert data["ok"] is False
+    assert data["agents"][0]["fix"].startswith("`kodelet gemini install`")
+    bad = kodelet("verify", "--agent", "vim", cwd=root)
+    assert bad.returncode == 2
+    assert "unknown agent" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_agent_that_fails_open_is_shown_letting_the_call_through(tmp_path: Path) -> None:
+    """``kodelet`` off PATH: Claude Code (``onFailure: block``), Gemini CLI (exit 127) and
+    Copilot CLI (any non-zero exit) block; Codex and Qwen Code go ahead, and verify says so."""
+    root = guarded(tmp_path / "p", BLOCKER)
+    for agent in ("claude", "gemini", "codex", "qwen", "copilot"):
+        assert kodelet(agent, "install", cwd=root).returncode == 0, agent
+    proc = kodelet(
+        "verify", "--json", "--expect-block", "rm -rf build", cwd=root, path="/usr/bin:/bin"
+    )
+    assert proc.returncode == 1
+    data = report(proc)
+    assert {r["agent"] for r in data["agents"]} == {"claude", "gemini", "codex", "qwen", "copilot"}
+    outcome = {r["agent"]: calls(data, r["agent"])["rm -rf build"] for r in data["agents"]}
+    for agent in ("claude", "gemini", "copilot"):
+        assert outcome[agent]["outcome"] == "blocked", (agent, outcome[agent])
+        assert outcome[agent]["held"] is True
+    for agent, title in (("codex", "Codex"), ("qwen", "Qwen Code")):
+        assert outcome[agent]["outcome"] == "allowed", (agent, outcome[agent])
+        assert "exited with 127" in outcome[agent]["reason"]
+        assert f"{title} goes ahead" in outcome[agent]["reason"]
+    assert "entry blocks on failure" in outcome["claude"]["reason"]
+
+
+def test_each_agent_reads_the_answer_in_its_own_form(tmp_path: Path) -> None:
+    """The same guard through each agent's dialect: Gemini CLI's ``decision: deny``,
+    Copilot CLI's and Codex's ``permissionDecision``, opencode's plugin ``block``; Codex
+    has no file-write tool, so its write call is not put."""
+    root = guarded(tmp_path / "p", BLOCKER)
+    for agent in ("gemini", "codex", "copilot", "opencode"):
+        assert kodelet(agent, "install", cwd=root).returncode == 0, agent
+    data = report(kodelet("verify", "--json", "--expect-block", "rm -rf build", cwd=root))
+    assert data["ok"] is True, data
+    for row in data["agents"]:
+        got = {c["call"]: c for c in row["calls"]}
+        assert got["rm -rf build"]["outcome"] == "blocked", row
+        assert got["rm -rf build"]["reason"].endswith("no rm -rf in this project"), row
+        writes = [c for c in got if c.startswith("Write ")]
+        assert len(writes) == (0 if row["agent"] == "codex" else 1), row
+
+
+def test_the_hook_runs_from_this_folder_with_the_agents_project_variable(
+    tmp_path: Path,
+) -> None:
+    """The guard sees what the agent gives it: the current folder, CLAUDE_PROJECT_DIR
+    for Claude Code (a surrounding session's is not lent), GEMINI_PROJECT_DIR for Gemini."""
+    spy = """#!/bin/sh
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) cat > /dev/null
+       printf '%s|%s|%s\\n' "$PWD" "${CLAUDE_PROJECT_DIR:-none}" "${GEMINI_PROJECT_DIR:-none}" \\
+         >> "$SPY_LOG" ;;
+esac
+"""
+    root = guarded(tmp_path / "p", spy)
+    log = tmp_path / "spy.log"
+    for agent in ("claude", "gemini"):
+        assert kodelet(agent, "install", cwd=root).returncode == 0
+    elsewhere = str(tmp_path / "other-session")
+    for agent in ("claude", "gemini"):
+        proc = kodelet(
+            "verify", "--agent", agent, cwd=root, SPY_LOG=str(log), CLAUDE_PROJECT_DIR=elsewhere
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = set(log.read_text().splitlines())
+    assert seen == {f"{root}|{root}|none", f"{root}|{root}|{root}"}, seen
+
+
+def test_from_a_subfolder_the_project_entry_of_claude_and_gemini_does_not_hold(
+    tmp_path: Path,
+) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    deep = root / "src" / "deep"
+    deep.mkdir(parents=True)
+    for agent in ("claude", "gemini", "codex"):
+        assert kodelet(agent, "install", cwd=root).returncode == 0
+    data = report(kodelet("verify", "--json", "--expect-block", "rm -rf build", cwd=deep))
+    assert data["ok"] is False
+    rows = {r["agent"]: r for r in data["agents"]}
+    for agent in ("claude", "gemini"):
+        assert "reads only when started in" in rows[agent]["problem"], rows[agent]
+        assert rows[agent]["fix"] == f"`kodelet {agent} install --scope user`"
+        assert rows[agent]["calls"] == []
+    assert rows["codex"]["problem"] is None  # Codex reads the project's file from below
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a user-scope entry called from a subfolder takes the subfolder (its"
+    " CLAUDE_PROJECT_DIR) as the project, so the project's guards are off; verify shows it",
+)
+def test_from_a_subfolder_the_user_entry_holds(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    deep = root / "src" / "deep"
+    deep.mkdir(parents=True)
+    assert kodelet("claude", "install", "--scope", "user", cwd=root).returncode == 0
+    proc = kodelet("verify", "--agent", "claude", "--expect-block", "rm -rf build", cwd=deep)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("transport", ["command", "http"])
+def test_claude_code_entries_of_either_transport_are_run(tmp_path: Path, transport: str) -> None:
+    """A local-scope install: the lean client by absolute path, or (HTTP) a POST to the
+    warm kodelet, which this test starts and the fixture stops."""
+    root = guarded(tmp_path / "p", BLOCKER)
+    args = ["--transport", transport] if transport == "http" else []
+    assert kodelet("claude", "install", "--scope", "local", *args, cwd=root).returncode == 0
+    env = {"KODELET_DAEMON": "1"} if transport == "http" else {}
+    if transport == "http":
+        started = kodelet("daemon", "start", cwd=root, **env)
+        assert started.returncode == 0, started.stdout + started.stderr
+    data = report(kodelet("verify", "--json", "--expect-block", "rm -rf x", cwd=root, **env))
+    row = data["agents"][0]
+    assert row["entries"][0]["scope"] == "local"
+    assert (row["entries"][0]["url"] is not None) == (transport == "http")
+    assert calls(data, "claude")["rm -rf x"]["outcome"] == "blocked", data
+    assert data["ok"] is True
