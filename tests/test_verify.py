@@ -239,3 +239,28 @@ def test_claude_code_entries_of_either_transport_are_run(tmp_path: Path, transpo
     assert (row["entries"][0]["url"] is not None) == (transport == "http")
     assert calls(data, "claude")["rm -rf x"]["outcome"] == "blocked", data
     assert data["ok"] is True
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_status_and_install_say_a_project_entry_does_not_hold_from_a_subfolder(
+    tmp_path: Path, agent: str
+) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    deep = root / "src" / "deep"
+    deep.mkdir(parents=True)
+    installed = kodelet(agent, "install", cwd=deep)
+    assert installed.returncode == 0, installed.stderr
+    assert f"only when started in {root}" in installed.stdout
+    assert "--scope user holds from every folder" in installed.stdout
+    at_root = kodelet(agent, "status", cwd=root)
+    assert at_root.returncode == 0, at_root.stdout + at_root.stderr
+    assert "NOT HELD" not in at_root.stdout
+    below = kodelet(agent, "status", cwd=deep)
+    assert below.returncode == 1, below.stdout + below.stderr
+    assert "NOT HELD here: kodelet is installed for" in below.stdout
+    assert f"`kodelet {agent} install --scope user`" in below.stdout
+    data = report(kodelet(agent, "status", "--json", cwd=deep))
+    assert "reads only when started in" in data["not_held_here"]
+    codex = kodelet("codex", "install", cwd=deep)
+    assert "only when started" not in codex.stdout
+    assert kodelet("codex", "status", cwd=deep).returncode == 0

@@ -115,8 +115,12 @@ def _change(
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
     if install and not dry_run:
+        from .verify_cmd import start_folder_note
+
         for note in dialect.notes:
             typer.echo(f"note: {note}")
+        if held := start_folder_note(dialect.name, scope.value, state(ctx).cwd):
+            typer.echo(f"note: {held}")
 
 
 def failing_open(dialect: Dialect) -> str:
@@ -165,6 +169,9 @@ def agent_app(dialect: Dialect) -> typer.Typer:
         scopes = [scope_state(dialect, s, cwd) for s in Scope]
         on_failure, config_error, rows = bridged_hooks(ctx)
         fails_open = failing_open(dialect) if dialect.fails_open else None
+        from .verify_cmd import not_held_here
+
+        here_problem = not_held_here(ctx, dialect.name)
         if as_json:
             print_json(
                 {
@@ -177,8 +184,11 @@ def agent_app(dialect: Dialect) -> typer.Typer:
                     "fails_open": fails_open,
                     "notes": list(dialect.notes),
                     "hooks": rows,
+                    "not_held_here": here_problem,
                 }
             )
+            if here_problem:
+                raise typer.Exit(1)
             return
         lines = [
             f"project: {cwd}",
@@ -195,7 +205,11 @@ def agent_app(dialect: Dialect) -> typer.Typer:
             lines.append(f"fails open: {fails_open}")
         lines += [f"note: {n}" for n in dialect.notes]
         lines += ["", *hook_lines(title, rows)]
+        if here_problem:
+            lines += ["", f"NOT HELD here: {here_problem}"]
         typer.echo("\n".join(printable(line) for line in lines))
+        if here_problem:
+            raise typer.Exit(1)
 
     return app
 

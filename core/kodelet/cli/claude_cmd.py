@@ -131,6 +131,10 @@ def _change(
             http = _http_entry(cwd, scope, dry_run) if transport is Transport.http else None
             new = with_ours(data, entries(hook_command(scope), configured_on_failure(cwd), http))
             typer.echo(write_settings(path, old, data, new, dry_run))
+            from .verify_cmd import start_folder_note
+
+            if (note := start_folder_note("claude", scope.value, cwd)) and not dry_run:
+                typer.echo(f"note: {note}")
             if http is not None and not dry_run:
                 path.chmod(0o600)  # it holds the warm kodelet's secret
         else:
@@ -255,16 +259,22 @@ def status(
         ]
         scopes.append({"scope": scope.value, "path": str(path), **entry})
     on_failure, config_error, rows = bridged_hooks(ctx)
+    from .verify_cmd import not_held_here
+
+    here_problem = not_held_here(ctx, "claude")
     if as_json:
         print_json(
             {
                 "project": str(cwd),
+                "not_held_here": here_problem,
                 "on_failure": on_failure,
                 "config_error": config_error,
                 "scopes": scopes,
                 "hooks": rows,
             }
         )
+        if here_problem:
+            raise typer.Exit(1)
         return
     lines = [f"project: {cwd}"]
     for s in scopes:
@@ -284,7 +294,11 @@ def status(
         "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
         " shows them)."
     )
+    if here_problem:
+        lines += ["", f"NOT HELD here: {here_problem}"]
     typer.echo("\n".join(printable(line) for line in lines))
+    if here_problem:
+        raise typer.Exit(1)
 
 
 @app.command(

@@ -144,6 +144,28 @@ def subfolder_problem(agent: str, here: Path, project: Path) -> str | None:
     )
 
 
+def not_held_here(ctx: typer.Context, agent: str) -> str | None:
+    """Why ``agent`` started in the current folder never calls kodelet although it is
+    installed for the project, or None: what ``status`` reports and exits 1 for."""
+    here, project = _here(ctx), state(ctx).cwd
+    if any(e.runs for e in find_entries(agent, _start_folder(agent, here, project))[0]):
+        return None
+    return subfolder_problem(agent, here, project)
+
+
+def start_folder_note(agent: str, scope: str, project: Path) -> str | None:
+    """What ``install`` says of a project-file scope in an agent that reads it only where
+    it starts."""
+    if agent not in probing.HOLDS_FROM_START_ONLY or scope == "user":
+        return None
+    title = TITLES[agent]
+    return (
+        f"{title} reads this file only when started in {project}: started in a subfolder"
+        f" it never calls kodelet (`kodelet verify` there says so); --scope user holds from"
+        " every folder"
+    )
+
+
 def check_agent(
     agent: str, here: Path, project: Path, probes: list[probing.Probe]
 ) -> dict[str, Any]:
