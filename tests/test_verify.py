@@ -264,3 +264,25 @@ def test_status_and_install_say_a_project_entry_does_not_hold_from_a_subfolder(
     codex = kodelet("codex", "install", cwd=deep)
     assert "only when started" not in codex.stdout
     assert kodelet("codex", "status", cwd=deep).returncode == 0
+
+
+def test_status_lists_a_guard_that_will_not_run_and_exits_1(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    assert kodelet("claude", "install", cwd=root).returncode == 0
+    assert kodelet("claude", "status", cwd=root).returncode == 0
+    guard = root / ".kodelet" / "hooks" / "guard"
+    guard.chmod(0o600)  # a forgotten chmod +x: the guard silently does nothing
+    for agent in ("claude", "gemini"):
+        proc = kodelet(agent, "status", cwd=root)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "kodelet hooks that will NOT run:" in proc.stdout
+        assert "guard: " in proc.stdout and "(a guard that does not hold)" in proc.stdout
+        assert f"fix: chmod +x {guard}" in proc.stdout
+    data = report(kodelet("claude", "status", "--json", cwd=root))
+    assert [(r["name"], r["blocking"], r["fix"]) for r in data["not_running"]] == [
+        ("guard", True, f"chmod +x {guard}")
+    ]
+    # A note kept beside the hooks is no hook, and holds nothing back.
+    guard.chmod(0o700)
+    (root / ".kodelet" / "hooks" / "README").write_text("our guards\n")
+    assert kodelet("claude", "status", cwd=root).returncode == 0

@@ -169,9 +169,11 @@ def agent_app(dialect: Dialect) -> typer.Typer:
         scopes = [scope_state(dialect, s, cwd) for s in Scope]
         on_failure, config_error, rows = bridged_hooks(ctx)
         fails_open = failing_open(dialect) if dialect.fails_open else None
-        from .verify_cmd import not_held_here
+        from .verify_cmd import hooks_not_running, not_held_here, not_running_lines
 
         here_problem = not_held_here(ctx, dialect.name)
+        not_running = hooks_not_running(ctx)
+        unheld = here_problem or any(r["blocking"] for r in not_running)
         if as_json:
             print_json(
                 {
@@ -185,9 +187,10 @@ def agent_app(dialect: Dialect) -> typer.Typer:
                     "notes": list(dialect.notes),
                     "hooks": rows,
                     "not_held_here": here_problem,
+                    "not_running": not_running,
                 }
             )
-            if here_problem:
+            if unheld:
                 raise typer.Exit(1)
             return
         lines = [
@@ -205,10 +208,11 @@ def agent_app(dialect: Dialect) -> typer.Typer:
             lines.append(f"fails open: {fails_open}")
         lines += [f"note: {n}" for n in dialect.notes]
         lines += ["", *hook_lines(title, rows)]
+        lines += not_running_lines(not_running)
         if here_problem:
             lines += ["", f"NOT HELD here: {here_problem}"]
         typer.echo("\n".join(printable(line) for line in lines))
-        if here_problem:
+        if unheld:
             raise typer.Exit(1)
 
     return app

@@ -259,21 +259,24 @@ def status(
         ]
         scopes.append({"scope": scope.value, "path": str(path), **entry})
     on_failure, config_error, rows = bridged_hooks(ctx)
-    from .verify_cmd import not_held_here
+    from .verify_cmd import hooks_not_running, not_held_here, not_running_lines
 
     here_problem = not_held_here(ctx, "claude")
+    not_running = hooks_not_running(ctx)
+    unheld = here_problem or any(r["blocking"] for r in not_running)
     if as_json:
         print_json(
             {
                 "project": str(cwd),
                 "not_held_here": here_problem,
+                "not_running": not_running,
                 "on_failure": on_failure,
                 "config_error": config_error,
                 "scopes": scopes,
                 "hooks": rows,
             }
         )
-        if here_problem:
+        if unheld:
             raise typer.Exit(1)
         return
     lines = [f"project: {cwd}"]
@@ -294,10 +297,11 @@ def status(
         "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
         " shows them)."
     )
+    lines += not_running_lines(not_running)
     if here_problem:
         lines += ["", f"NOT HELD here: {here_problem}"]
     typer.echo("\n".join(printable(line) for line in lines))
-    if here_problem:
+    if unheld:
         raise typer.Exit(1)
 
 

@@ -153,6 +153,56 @@ def not_held_here(ctx: typer.Context, agent: str) -> str | None:
     return subfolder_problem(agent, here, project)
 
 
+BLOCKING_EVENTS = ("before_tool_call", "user_message_send")
+
+
+def hooks_not_running(ctx: typer.Context) -> list[dict[str, Any]]:
+    """The project's hooks that were meant to run inside an agent but will not (not
+    executable, untrusted, cannot start, import error), each with its event (None when
+    it could not be asked), reason, fix, and whether it is a guard that will not hold: one
+    on a blocking event, or on an event nobody could learn."""
+    from ..listing import hook_rows, skipped_hooks
+    from .common import listing_quietly, make_runtime
+
+    with listing_quietly():
+        try:
+            rt = make_runtime(ctx, claude="plugins")
+        except Exception:  # a config error: status shows it, and every call is blocked
+            return []
+        try:
+            skipped = skipped_hooks(rt)
+            events = {r["path"]: r["event"] for r in hook_rows(rt) if r["status"] != "active"}
+        finally:
+            rt.close()
+    out = []
+    for hook in skipped:
+        event = events.get(hook["path"])
+        out.append(
+            {
+                "name": hook["name"],
+                "event": event,
+                "path": hook["path"],
+                "reason": hook["reason"],
+                "fix": hook["fix"],
+                "blocking": event is None or event in BLOCKING_EVENTS,
+            }
+        )
+    return out
+
+
+def not_running_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What ``status`` says of :func:`hooks_not_running`."""
+    if not rows:
+        return []
+    lines = ["", "kodelet hooks that will NOT run:"]
+    for r in rows:
+        held = " (a guard that does not hold)" if r["blocking"] else ""
+        lines.append(f"  {r['event'] or '?':18} {r['name']}: {r['reason']}{held}")
+        if r["fix"]:
+            lines.append(f"  {'':18} fix: {r['fix']}")
+    return lines
+
+
 def start_folder_note(agent: str, scope: str, project: Path) -> str | None:
     """What ``install`` says of a project-file scope in an agent that reads it only where
     it starts."""
