@@ -2,8 +2,8 @@
 
 Codex, Qwen Code, Gemini CLI, Copilot CLI and opencode come from the npm registry
 through :mod:`tests.e2e.npm` (sha512 checked, cached outside the repository); each run
-gets a fresh HOME, a project, a stand-in model API (:mod:`tests.e2e.openai_api`, or
-:mod:`tests.e2e.gemini_api` for Gemini CLI) and ``kodelet`` on PATH, and what the run
+gets a fresh HOME, a project, a stand-in model API (:mod:`kodelet.agents.standins.openai`, or
+:mod:`kodelet.agents.standins.gemini` for Gemini CLI) and ``kodelet`` on PATH, and what the run
 did is read from facts: the files its tools wrote, what the model was sent back.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 
 import attrs
 import pytest
+from kodelet.agents.standins import gemini as gemini_api
+from kodelet.agents.standins.base import StandIn
+from kodelet.agents.standins.openai import OpenAIAPI, Script
 
-from tests.e2e import gemini_api
 from tests.e2e.conftest import kodelet
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
-from tests.e2e.openai_api import OpenAIAPI, Script
-from tests.e2e.standin import StandIn
 
 
 @attrs.frozen

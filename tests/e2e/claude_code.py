@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from kodelet.agents.standins.messages import MessagesAPI, Script, Turn
 
-from tests.e2e.messages_api import MessagesAPI, Script, Turn
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
 
 __all__ = ["CACHE", "InstallError", "Run", "claude_env", "install", "run_claude"]

@@ -17,10 +17,10 @@ from typing import Any
 
 import attrs
 import pytest
+from kodelet.agents.standins.messages import Script, Turn, text, tool
 
 from tests.e2e.claude_code import Run, run_claude
 from tests.e2e.conftest import kodelet
-from tests.e2e.messages_api import Script, Turn, text, tool
 
 DANGER_HOOK = """#!/bin/bash
 case "$1" in

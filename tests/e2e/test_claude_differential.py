@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 import pytest
+from kodelet.agents.standins.messages import Turn, text, tool
 from kodelet.assembly import load_runtime
 from kodelet.claude.events import HookEvent
 from kodelet.claude.mapping import kodelet_payload
@@ -27,7 +28,6 @@ from kodelet.claude.types import input_from_wire
 
 from tests.e2e.claude_code import Run, run_claude
 from tests.e2e.conftest import kodelet
-from tests.e2e.messages_api import Turn, text, tool
 
 DOCS = Path(__file__).parents[2] / "docs" / "CLAUDE.md"
 TOOL = [[tool("Bash", command="touch ran", description="x")], [text("after the tool")]]

@@ -18,9 +18,9 @@ from typing import Any
 
 import attrs
 import pytest
+from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e.claude_code import Run
-from tests.e2e.messages_api import Turn, text, tool
 from tests.e2e.test_claude_code import DANGER_HOOK, REDACT_HOOK, Agent, payloads, recorder
 
 SERVER = Path(__file__).with_name("mcp_server.py")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kodelet.agents.standins.messages import text, tool
 
-from tests.e2e.messages_api import text, tool
 from tests.e2e.test_claude_code import Agent
 from tests.test_repos import make_claude_plugin
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet.agents.standins.messages import text, tool
 from kodelet.warm import control
 
 from tests.e2e.claude_code import Run, run_claude
 from tests.e2e.conftest import kodelet
-from tests.e2e.messages_api import text, tool
 from tests.e2e.test_claude_code import DANGER_HOOK
 
 TOUCH = "touch marker-{n}  # danger"

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import AFTER, CODEX, STOP, Agent, connected, seen, write_hook
-from tests.e2e.messages_api import Turn, text, tool
 
 
 @pytest.fixture

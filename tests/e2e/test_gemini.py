@@ -1,7 +1,7 @@
 """kodelet inside the real Gemini CLI (``@google/gemini-cli`` 0.61.0): its own hook wire.
 
 Each test runs ``gemini -p`` against the stand-in generateContent API
-(:mod:`tests.e2e.gemini_api`) in a fresh HOME and project, with kodelet connected by
+(:mod:`kodelet.agents.standins.gemini`) in a fresh HOME and project, with kodelet connected by
 ``kodelet gemini install``, and guards in ``.kodelet/hooks`` that know only kodelet's
 tool names (``bash``). Pass or fail comes from facts: the files the shell call wrote,
 the function responses the model was sent.
@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 
 import pytest
+from kodelet.agents.standins.gemini import Turn, call, text
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import GEMINI, STOP, Agent, connected, seen, write_hook
-from tests.e2e.gemini_api import Turn, call, text
 
 
 @pytest.fixture

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet.agents.standins.messages import Turn, text, tool
+from kodelet.agents.standins.openai import OpenAIAPI, Script
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import OPENCODE, STOP, Agent, connected, seen, write_hook
-from tests.e2e.messages_api import Turn, text, tool
-from tests.e2e.openai_api import OpenAIAPI, Script
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tests.e2e.standin import Reply, StandIn, json_reply, sse_reply
+from .base import Reply, StandIn, json_reply, sse_reply
 
 Turn = list[dict[str, Any]]
 """One assistant message's content blocks: ``{"type": "text", "text": ...}`` or

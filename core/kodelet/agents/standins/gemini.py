@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from tests.e2e.standin import Reply, StandIn, json_reply, sse_reply
+from .base import Reply, StandIn, json_reply, sse_reply
 
 Turn = list[dict[str, Any]]
 """One model message's parts: ``{"text": ...}`` or ``{"functionCall": {"name": ...,

@@ -2,11 +2,11 @@
 
 Codex speaks the Responses API (``POST .../responses``), Qwen Code and most other
 OpenAI-compatible agents Chat Completions (``POST .../chat/completions``); one server
-answers both from the same :class:`~tests.e2e.messages_api.Script` of turns (the
-blocks of :func:`~tests.e2e.messages_api.text` and :func:`~tests.e2e.messages_api.tool`),
-one turn per assistant turn already in the conversation, and logs every request so a
-test can read what the model was shown. A request that offers no tools (titles,
-summaries, routing) gets a short text and consumes no turn.
+answers both from the same :class:`~.messages.Script` of turns (the blocks of
+:func:`~.messages.text` and :func:`~.messages.tool`), one turn per assistant turn
+already in the conversation, and logs every request so a test can read what the model
+was shown. A request that offers no tools (titles, summaries, routing) gets a short text
+and consumes no turn.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from tests.e2e.messages_api import Script, Turn, text, tool
-from tests.e2e.standin import Reply, StandIn, json_reply, sse_reply
+from .base import Reply, StandIn, json_reply, sse_reply
+from .messages import Script, Turn, text, tool
 
 __all__ = ["OpenAIAPI", "Script", "Turn", "text", "tool"]
 
