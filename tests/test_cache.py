@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from kodelet import Event, Runtime, load_runtime
-from kodelet.adapters.cache import CACHE_FILE, DiscoveryCache
+from kodelet.adapters.cache import CACHE_FILE, FORMAT, DiscoveryCache
 from kodelet.places import CACHE as CACHE_DIR
 from kodelet.testing import discovered, write_hook
 
@@ -129,7 +129,9 @@ def test_symlinked_hook_follows_its_target(project: Path, tmp_path: Path) -> Non
     assert queries(marker) == 2
 
 
-@pytest.mark.parametrize("garbage", [b"{not json", b"\xff\xfe", b"[1, 2]", b'{"format": 1}'])
+@pytest.mark.parametrize(
+    "garbage", [b"{not json", b"\xff\xfe", b"[1, 2]", b'{"format": %d}' % FORMAT]
+)
 def test_corrupt_cache_is_ignored_and_rewritten(
     project: Path, hooks: tuple[Path, ...], cache_file: Path, garbage: bytes
 ) -> None:
@@ -140,7 +142,7 @@ def test_corrupt_cache_is_ignored_and_rewritten(
     assert events(rt)["a"] is Event.BEFORE_TOOL_CALL
     assert queries(ma) == 1
     data = json.loads(cache_file.read_text())
-    assert data["format"] == 1 and len(data["entries"]) == 2
+    assert data["format"] == FORMAT and len(data["entries"]) == 2
     load(project)
     assert queries(ma) == 1
 

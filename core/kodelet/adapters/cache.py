@@ -39,8 +39,10 @@ from .discovery import BATCH_LIMIT, NotStarted, query_event, query_events, stat_
 log = logging.getLogger("kodelet.cache")
 
 CACHE_FILE = "discovery.json"
-# Bumped whenever what a cached answer means changes (e.g. a new protocol word).
-FORMAT = 1
+# Bumped whenever what a cached answer means changes (e.g. a new protocol word; 2: a
+# Python hook importing kodelet is asked under kodelet's own Python, so an answer that
+# failed to import kodelet before is stale).
+FORMAT = 2
 
 Answer = tuple[Event, tuple[str, ...]]
 Query = Callable[[Path], Answer]

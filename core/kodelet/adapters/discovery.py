@@ -26,6 +26,7 @@ from ..events import Event, parse_event
 from ..kinds import Location, Protocol, Status
 from ..places import DISABLE_SUFFIX, Places, claude_layout, hooks_dir, installed_plugins
 from ..process import Job, ProcessResult, SpawnError, run_batch, run_process
+from .interpreter import command, explain, own_python
 
 log = logging.getLogger("kodelet.discovery")
 
@@ -330,7 +331,10 @@ def missing_interpreter(path: str | Path, env: Mapping[str, str] | None = None) 
     A shebang naming this machine's venv (``#!/home/me/venv/bin/python``) fails on a
     teammate's checkout with a bare "No such file or directory"; this names the
     missing interpreter instead. ``#!/usr/bin/env NAME`` is looked up on the PATH
-    the hook runs with. Only the first line is read; nothing is run."""
+    the hook runs with. Only the first line is read; nothing is run. A hook kodelet
+    runs with its own Python (:mod:`.interpreter`) needs none from the PATH."""
+    if own_python(os.fspath(path)):
+        return None
     try:
         with open(path, "rb") as fh:
             first = fh.readline(256)
@@ -392,7 +396,7 @@ def query_event(path: Path, env: Mapping[str, str] | None = None) -> Answer:
     """Ask ``<exe> hook`` which event it handles; ``ValueError`` says why it cannot be used."""
     try:
         res = run_process(
-            [str(path), "hook"],
+            command(str(path), "hook"),
             b"",
             cwd=str(path.parent),
             env=_query_env(env),
@@ -419,7 +423,7 @@ def query_events(
     per query, and many hooks that hang cost one timeout, not one each.
     ``fresh`` (paths never answered from a cache) means nothing here: all are asked."""
     qenv = _query_env(env)
-    jobs = [Job(argv=(str(p), "hook"), cwd=str(p.parent), env=qenv) for p in paths]
+    jobs = [Job(argv=tuple(command(str(p), "hook")), cwd=str(p.parent), env=qenv) for p in paths]
     answers: list[Answer | ValueError] = []
     for res in run_batch(jobs, timeout=QUERY_TIMEOUT, stdout_cap=QUERY_CAP, limit=limit):
         try:
@@ -467,8 +471,8 @@ def discover(
         )
 
     def skip(cand: Candidate, exc: ValueError) -> DiscoveredHook:
-        # A failed query is where a missing interpreter shows: say which one.
-        why = missing_interpreter(cand.file, env) or str(exc)
+        # A failed query is where a missing interpreter or module shows: say which one.
+        why = missing_interpreter(cand.file, env) or explain(str(exc), cand.file)
         log.warning("hook %s skipped: %s", cand.name, why)
         return DiscoveredHook.not_run(cand, why)
 

@@ -19,6 +19,7 @@ from ..errors import HookFailure
 from ..events import Event
 from ..process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
 from .discovery import DiscoveredHook, stat_problem
+from .interpreter import command, explain
 
 __all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
 
@@ -117,7 +118,7 @@ class ExecutableHook:
     def _process(self, payload: Mapping[str, Any], timeout: float) -> dict[str, Any]:
         """``<exe> run`` with the payload on stdin: the same call, sync or asyncio."""
         return {
-            "argv": [self.file, "run"],
+            "argv": command(self.file, "run"),
             "data": self._encode(payload),
             "cwd": self._cwd(payload),
             "env": self._env,
@@ -128,7 +129,7 @@ class ExecutableHook:
     def _interpret(self, res: ProcessResult, timeout: float) -> Any:
         problem = res.failure(timeout)
         if problem:
-            raise HookFailure(problem)
+            raise HookFailure(explain(problem, self.file))
         if res.stderr and log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "hook %s stderr: %s", self.name, res.stderr.decode("utf-8", "replace").strip()

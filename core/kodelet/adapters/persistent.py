@@ -51,6 +51,7 @@ from ..errors import HookFailure
 from ..kinds import Protocol
 from ..process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group, spawn_options
 from .executable import ExecutableHook, parse_answer
+from .interpreter import command, explain
 
 log = logging.getLogger("kodelet.persistent")
 
@@ -381,7 +382,7 @@ class PersistentHook(ExecutableHook):
                 f"server failed {self._failures} times in a row; next restart in {wait:.1f}s"
             )
         try:
-            argv = [self.file, "serve"]
+            argv = command(self.file, "serve")
             server = _Server(self.name, argv, cwd, self._env, self.groups, self._slot.wake_r)
         except OSError as exc:
             self._failed(str(exc))
@@ -417,7 +418,7 @@ class PersistentHook(ExecutableHook):
             except _Broken as exc:
                 self._slot.stop(0.0)
                 self._failed(str(exc))
-                raise HookFailure(str(exc)) from None
+                raise HookFailure(explain(str(exc), self.file)) from None
             except BaseException:
                 self._slot.stop(0.0)  # interrupted mid-exchange: it is out of step
                 raise
