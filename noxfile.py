@@ -1,4 +1,4 @@
-"""Sessions: tests, lint, typecheck, e2e, examples, bench, soak, demo (all on Python 3.11)."""
+"""Sessions: tests, lint, typecheck, e2e, examples, installs, bench, soak, demo (on Python 3.11)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ PY = "3.11"
 @nox.session(python=PY)
 def tests(session: nox.Session) -> None:
     session.install("-e", ".[test,claude-agent-sdk]")
-    session.run("pytest", "-m", "not soak and not e2e", *session.posargs)
+    session.run("pytest", "-m", "not soak and not e2e and not installs", *session.posargs)
 
 
 @nox.session(python=PY)
@@ -55,6 +55,14 @@ def examples(session: nox.Session) -> None:
     session.run("python", "plugins/examples/check_examples.py")
     for directory in dirs:
         session.run("pytest", "-q", "-p", "no:cacheprovider", f"{directory}/tests")
+
+
+@nox.session(python=PY)
+def installs(session: nox.Session) -> None:
+    """kodelet's wheel installed by a venv, pipx and ``uv tool`` (pinned, from PyPI, cached
+    per run in a temp dir) runs the docs' and ``hooks new``'s Python hooks (a few minutes)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "installs", "-p", "no:cacheprovider", "tests/test_installs.py")
 
 
 @nox.session(python=PY)

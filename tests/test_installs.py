@@ -1,0 +1,150 @@
+"""kodelet installed from its wheel the three ways users install it (a plain venv,
+``pipx install``, ``uv tool install``) runs the Python hooks the docs and ``kodelet
+hooks new`` show, with a ``python3`` on PATH that cannot import kodelet: the
+redaction masks the AWS key, the guard blocks the call.
+
+Everything is built and installed in this run's temp dirs: the wheels (kodelet's and
+its dependencies', fetched once per run), pipx and uv (pinned, each in a throwaway
+venv), their homes, bin dirs and caches. The installs themselves read only those
+wheels (no index)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_hook_interpreter import (
+    GUARD_BODY,
+    REDACT_BODY,
+    assert_guarded,
+    docs_hooks,
+    env_for,
+    filled_template,
+    path_without_kodelet,
+)
+
+pytestmark = pytest.mark.installs
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPX = "pipx==1.18.4"
+UV = "uv==0.13.9"
+# The Python the installs run on: the base interpreter, not this test venv's.
+BASE = getattr(sys, "_base_executable", "") or sys.executable
+
+
+def run(argv: list[str], env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, f"{argv}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return str(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's download cache and wheel house."""
+    return tmp_path_factory.mktemp("install-cache")
+
+
+def pip_env(cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(
+        PIP_CACHE_DIR=str(cache / "pip"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_INPUT="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def wheels(cache: Path) -> Path:
+    """kodelet's wheel, built from a copy of this checkout, its dependencies' wheels and pip's."""
+    house = cache / "wheels"
+    src = cache / "src"
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".git", ".nox", "*.egg-info", "build", "__pycache__", ".venv", "tests"
+        ),
+    )
+    env = pip_env(cache)
+    pip = [sys.executable, "-m", "pip"]
+    run([*pip, "wheel", "-q", "--no-deps", "-w", str(house), str(src)], env)
+    (wheel,) = house.glob("kodelet-*.whl")
+    run([*pip, "wheel", "-q", "-w", str(house), str(wheel)], env)
+    # pipx upgrades its shared pip with the same --pip-args: that pip comes from here too.
+    run([*pip, "download", "-q", "--no-deps", "-d", str(house), "pip"], env)
+    return house
+
+
+def kodelet_wheel(house: Path) -> str:
+    (wheel,) = house.glob("kodelet-*.whl")
+    return str(wheel)
+
+
+def tool(cache: Path, spec: str) -> Path:
+    """``spec`` (pinned) installed in a throwaway venv; that venv's bin directory."""
+    venv = cache / f"tool-{spec.split('==')[0]}"
+    if not venv.exists():
+        run([BASE, "-m", "venv", str(venv)])
+        run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", spec], pip_env(cache))
+    return venv / "bin"
+
+
+def install_venv(cache: Path, house: Path, where: Path) -> Path:
+    venv = where / "venv"
+    run([BASE, "-m", "venv", str(venv)])
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    run([*pip, "--no-index", "--find-links", str(house), kodelet_wheel(house)], pip_env(cache))
+    return venv / "bin" / "kodelet"
+
+
+def install_pipx(cache: Path, house: Path, where: Path) -> Path:
+    env = pip_env(cache)
+    env.update(
+        PIPX_HOME=str(where / "pipx-home"),
+        PIPX_BIN_DIR=str(where / "pipx-bin"),
+        PIPX_MAN_DIR=str(where / "pipx-man"),
+        PIPX_DEFAULT_PYTHON=BASE,
+    )
+    pipx = str(tool(cache, PIPX) / "pipx")
+    pip_args = f"--no-index --find-links {house}"
+    run([pipx, "install", "--pip-args", pip_args, kodelet_wheel(house)], env)
+    return where / "pipx-bin" / "kodelet"
+
+
+def install_uv(cache: Path, house: Path, where: Path) -> Path:
+    env = pip_env(cache)
+    env.update(
+        UV_TOOL_DIR=str(where / "uv-tools"),
+        UV_TOOL_BIN_DIR=str(where / "uv-bin"),
+        UV_CACHE_DIR=str(cache / "uv"),
+        UV_PYTHON_DOWNLOADS="never",
+        UV_NO_CONFIG="1",
+    )
+    uv = str(tool(cache, UV) / "uv")
+    argv = [uv, "tool", "install", "--python", BASE, "--no-index", "--find-links", str(house)]
+    run([*argv, kodelet_wheel(house)], env)
+    return where / "uv-bin" / "kodelet"
+
+
+INSTALLS = {"venv": install_venv, "pipx": install_pipx, "uv tool": install_uv}
+
+
+@pytest.mark.parametrize("how", list(INSTALLS))
+def test_python_hooks_run_under_every_install(
+    how: str, cache: Path, wheels: Path, tmp_path: Path, project: Path
+) -> None:
+    kodelet = INSTALLS[how](cache, wheels, tmp_path / "install")
+    assert kodelet.exists(), f"{how} made no kodelet command"
+    (project / ".git").mkdir()
+    guards = docs_hooks(project)
+    filled_template([str(kodelet)], project, "tpl-guard", "before_tool_call", GUARD_BODY)
+    filled_template([str(kodelet)], project, "tpl-redact", "after_tool_call", REDACT_BODY)
+    guards.update({"tpl-guard": "before_tool_call", "tpl-redact": "after_tool_call"})
+    env = env_for(path_without_kodelet(tmp_path))
+    assert_guarded([str(kodelet)], project, env, guards)
