@@ -27,8 +27,8 @@ except ImportError:  # run by hook.py as a top-level module: kodelet's package s
 NO_HTTP = "no HTTP transport installed for this project"
 
 
-def answer_here(argv: list[str], raw: bytes) -> int:
-    """Answer in this process, as ``kodelet claude hook`` does: importing kodelet now."""
+def import_kodelet() -> None:
+    """Make kodelet importable here: the site directories, and this copy's package."""
     if sys.flags.no_site:
         import site
 
@@ -36,9 +36,34 @@ def answer_here(argv: list[str], raw: bytes) -> int:
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     if package_parent not in sys.path:
         sys.path.append(package_parent)
+
+
+def answer_here(argv: list[str], raw: bytes) -> int:
+    """Answer in this process, as ``kodelet claude hook`` does: importing kodelet now."""
+    import_kodelet()
     from kodelet.agents.bridge import main as bridge
 
     return bridge(argv, raw)
+
+
+def answer_lost(argv: list[str], raw: bytes, problem: str) -> int:
+    """Answer a call the warm kodelet took and lost as a failure of kodelet: a tool call
+    or prompt is blocked with the reason (unless ``[claude] on_failure = "allow"``),
+    other events show it. Never run again here: its hooks may have run already."""
+    import_kodelet()
+    from typing import NoReturn
+
+    from kodelet.agents.bridge import answer
+    from kodelet.errors import KodeletError
+
+    def lost(*_: object) -> NoReturn:
+        raise KodeletError(problem)
+
+    out, code = answer(raw, argv, stderr=sys.stderr, runtimes=lost)
+    if out:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    return code
 
 
 def note(text: str) -> None:
@@ -138,6 +163,9 @@ def main(argv: list[str]) -> int:
         status, code, out, err = protocol.call(where.socket, payload, where.ident)
         if status != "ok":
             raise protocol.Unavailable(f"the warm kodelet refused the call ({status})", start=False)
+    except protocol.Lost as exc:
+        note(str(exc))
+        return answer_lost(args, raw, str(exc))
     except protocol.Unavailable as exc:
         if str(exc) != protocol.NOT_YET:
             note(f"{exc}; answered in-process")

@@ -2,80 +2,151 @@
 
 A guard edited a moment ago must be the guard that runs, and reading every hook
 file per call would cost what the warm kodelet saves. So the check is a ``stat`` of
-each thing that defines the runtime (size, mtime, inode): the two kodelet roots
-(config, hooks, plugin repositories, recipes), the project's and the user's Claude
-settings files, the directories distributions are installed into, and the files of
-the native plugins loaded. A change anywhere means a reload.
+each thing that defines the runtime (mtime, size, inode, mode, owner): everything
+under the two kodelet roots but their caches (config, hooks, plugin repositories,
+recipes), the project's and the user's Claude settings files, the directories
+distributions are installed into, and the files of the native plugins' modules. No
+part is left out for size: a large tree costs a longer walk, never a missed edit.
+
+A file written so recently that a second write could leave its mtime and size as
+they were (within :data:`RACY` seconds of the check, git's "racily clean" files) is
+also compared by content at the next check. A change anywhere means a reload.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
+import time
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..places import Places
+import attrs
+
+from ..places import CACHE, Places
 
 __all__ = ["Fingerprint", "files", "fingerprint"]
 
-SKIP = frozenset({"cache", ".git", "node_modules", "__pycache__", ".venv"})
-DEPTH = 5
-CAP = 4096
-"""Entries walked per root at most: a huge checkout must not make every call slow."""
+NOT_WALKED = frozenset({".git", "node_modules", "__pycache__", ".venv"})
+"""Directories never entered: version control, dependencies and byte code, which
+nothing kodelet loads is defined by."""
+RACY = 2.0
+"""Seconds after a write during which a file is compared by content as well: more than
+the coarsest timestamps a file system keeps."""
+RACY_SIZE = 1 << 20
+"""Larger files are compared by their metadata alone."""
 
-Fingerprint = tuple[tuple[str, int, int, int] | tuple[str], ...]
+Stat = tuple[str, int, int, int, int, int, int] | tuple[str]
 
 
-def _stat(path: str, out: list[tuple[str, int, int, int] | tuple[str]]) -> os.stat_result | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        out.append((path,))
+@attrs.frozen
+class Fingerprint:
+    """The ``stat`` of each file and directory, and the content checksum of those
+    written within :data:`RACY` seconds before it was taken."""
+
+    stats: tuple[Stat, ...] = ()
+    racy: tuple[tuple[str, int], ...] = ()
+
+    def __add__(self, other: Fingerprint) -> Fingerprint:
+        return Fingerprint(self.stats + other.stats, self.racy + other.racy)
+
+    def paths(self) -> list[str]:
+        return [s[0] for s in self.stats]
+
+    def changed(self, now: Fingerprint) -> str | None:
+        """What changed between this fingerprint and ``now``, one taken later of the
+        same paths: the first path that differs, or None."""
+        if now.stats != self.stats:
+            moved = sorted(set(now.stats) ^ set(self.stats))
+            return moved[0][0] if moved else "the order of the files"
+        for path, checksum in self.racy:
+            if _checksum(path) != checksum:
+                return path
         return None
-    out.append((path, st.st_mtime_ns, st.st_size, st.st_ino))
-    return st
 
 
-def _walk(root: str, out: list[tuple[str, int, int, int] | tuple[str]]) -> None:
-    pending = [(root, 0)]
-    seen = 0
-    while pending and seen < CAP:
-        directory, depth = pending.pop()
+def _checksum(path: str) -> int:
+    try:
+        with open(path, "rb") as f:
+            return zlib.crc32(f.read(RACY_SIZE + 1))
+    except OSError:
+        return -1
+
+
+class _Taker:
+    """One fingerprint being taken: the stats so far and the racy files among them."""
+
+    def __init__(self) -> None:
+        self.stats: list[Stat] = []
+        self.racy: list[tuple[str, int]] = []
+        self.recent = time.time_ns() - int(RACY * 1e9)
+
+    def stat(self, path: str) -> os.stat_result | None:
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            st = os.stat(path)
         except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if entry.name in SKIP:
+            self.stats.append((path,))
+            return None
+        self.stats.append(
+            (path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
+        )
+        recent = st.st_mtime_ns >= self.recent or st.st_ctime_ns >= self.recent
+        if recent and stat.S_ISREG(st.st_mode) and st.st_size <= RACY_SIZE:
+            self.racy.append((path, _checksum(path)))
+        return st
+
+    def walk(self, root: str) -> None:
+        """Every entry under ``root`` but its cache, breadth first, in name order;
+        :data:`NOT_WALKED` directories are stat'ed but not entered, a directory
+        reached twice (a link back up) only once."""
+        top = self.stat(root)
+        if top is None or not stat.S_ISDIR(top.st_mode):
+            return
+        seen = {(top.st_dev, top.st_ino)}
+        pending = [root]
+        for directory in pending:  # grows as it goes
+            try:
+                with os.scandir(directory) as it:
+                    names = sorted(e.name for e in it)
+            except OSError:
                 continue
-            st = _stat(entry.path, out)
-            if st is not None and depth + 1 < DEPTH and entry.is_dir():
-                pending.append((entry.path, depth + 1))
+            for name in names:
+                if directory == root and name == CACHE:
+                    continue  # kodelet's own writes, not what defines the runtime
+                path = os.path.join(directory, name)
+                st = self.stat(path)
+                if st is None or not stat.S_ISDIR(st.st_mode) or name in NOT_WALKED:
+                    continue
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    pending.append(path)
+
+    def taken(self) -> Fingerprint:
+        return Fingerprint(tuple(self.stats), tuple(self.racy))
 
 
 def files(paths: Iterable[str]) -> Fingerprint:
-    """The stat of each of ``paths`` (the native plugins' own files, once loaded)."""
-    out: list[tuple[str, int, int, int] | tuple[str]] = []
+    """The fingerprint of each of ``paths`` (the native plugins' own files, once loaded)."""
+    taker = _Taker()
     for path in paths:
-        _stat(path, out)
-    return tuple(out)
+        taker.stat(path)
+    return taker.taken()
 
 
 def fingerprint(places: Places, env: Mapping[str, str]) -> Fingerprint:
-    out: list[tuple[str, int, int, int] | tuple[str]] = []
+    taker = _Taker()
     for _, root in places.roots():
-        if _stat(str(root), out) is not None:
-            _walk(str(root), out)
+        taker.walk(str(root))
     home = env.get("HOME") or str(Path.home())
     for settings in (
         places.cwd / ".claude" / "settings.json",
         places.cwd / ".claude" / "settings.local.json",
         Path(home) / ".claude" / "settings.json",
     ):
-        _stat(str(settings), out)
+        taker.stat(str(settings))
     for entry in sys.path:
         if entry and os.path.isdir(entry):
-            _stat(entry, out)
-    return tuple(out)
+            taker.stat(entry)
+    return taker.taken()

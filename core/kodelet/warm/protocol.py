@@ -17,16 +17,22 @@ import sys
 from _collections_abc import Mapping  # loaded by os already; collections.abc is not
 
 __all__ = [
+    "ACK",
+    "ACK_WAIT",
+    "ENV_ACK",
     "ENV_DIR",
     "ENV_OFF",
+    "GO",
     "INPUT_CAP",
     "MAGIC",
     "NOT_YET",
     "PROTOCOL",
     "VERSION",
+    "Lost",
     "Request",
     "Unavailable",
     "Where",
+    "ack_wait",
     "call",
     "find_project",
     "identity",
@@ -35,6 +41,7 @@ __all__ = [
     "parse_reply",
     "peer_uid",
     "private_dir",
+    "read_frame",
     "recv_all",
     "reply",
     "request",
@@ -43,7 +50,7 @@ __all__ = [
     "wait_started",
 ]
 
-PROTOCOL = "1"
+PROTOCOL = "2"
 VERSION = "0.1.0"
 """kodelet's version (``kodelet.__version__``; a test keeps the two equal)."""
 MAGIC = b"KODELET-WARM"
@@ -51,17 +58,33 @@ INPUT_CAP = 64 * 1024 * 1024
 ENV_OFF = "KODELET_DAEMON"
 """``KODELET_DAEMON=0``: never use or start a warm kodelet; answer every call here."""
 ENV_DIR = "KODELET_DAEMON_DIR"
+ENV_ACK = "KODELET_DAEMON_ACK"
+"""Seconds a client waits for the warm kodelet to take a call before it answers the
+call itself (default :data:`ACK_WAIT`)."""
+ACK_WAIT = 2.0
+ACK = b"A"
+"""The warm kodelet has read the whole request and will run it once the client says GO."""
+GO = b"G"
+"""The client still waits: the call is the warm kodelet's from here on."""
 # Variables of the warm machinery itself: they do not change what a runtime holds.
 NOT_RUNTIME = ("KODELET_DAEMON", "KODELET_LOG_LEVEL")
 NOT_YET = "no warm kodelet yet"
 
 
 class Unavailable(Exception):
-    """No warm kodelet answered; the call is answered in this process instead."""
+    """No warm kodelet took the call; it is answered in this process instead."""
 
     def __init__(self, reason: str, *, start: bool) -> None:
         super().__init__(reason)
         self.start = start
+
+
+class Lost(Unavailable):
+    """The warm kodelet took the call and failed before answering it. Its hooks may have
+    run, so the call is never run again: it is answered as a failure of kodelet."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, start=True)
 
 
 def identity() -> str:
@@ -194,7 +217,8 @@ def wait_started(where: Where, env: Mapping[str, str], wait: float) -> bytes:
     spawned = False
     while True:
         try:
-            status, _, out, _ = call(where.socket, request("status", [], b"", env, where.ident))
+            payload = request("status", [], b"", env, where.ident)
+            status, _, out, _ = call(where.socket, payload, where.ident, ack_wait(env))
         except Unavailable as exc:
             if not exc.start:
                 raise
@@ -213,6 +237,15 @@ def wait_started(where: Where, env: Mapping[str, str], wait: float) -> bytes:
         return out
 
 
+def ack_wait(env: Mapping[str, str]) -> float:
+    """:data:`ENV_ACK`'s seconds, or :data:`ACK_WAIT` when unset or not a positive number."""
+    try:
+        value = float(env.get(ENV_ACK) or ACK_WAIT)
+    except ValueError:
+        return ACK_WAIT
+    return value if 0 < value < 86400 else ACK_WAIT
+
+
 def peer_uid(sock: _socket.socket) -> int:
     cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # pid, uid, gid
     return int.from_bytes(cred[4:8], sys.byteorder)
@@ -229,6 +262,28 @@ def recv_all(sock: _socket.socket, cap: int) -> bytes:
         if size > cap:
             raise ValueError(f"over {cap} bytes")
         chunks.append(chunk)
+
+
+def read_frame(sock: _socket.socket, cap: int) -> bytes:
+    """One request as :func:`call` sends it: its length in digits, NUL, then its bytes."""
+    head = b""
+    while not head.endswith(b"\0"):
+        byte = sock.recv(1)
+        if not byte or len(head) > 12:
+            raise ValueError("not a warm kodelet request")
+        head += byte
+    size = int(head[:-1])
+    if not 0 <= size <= cap:
+        raise ValueError(f"over {cap} bytes")
+    data = bytearray(size)
+    view = memoryview(data)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if not n:
+            raise ValueError("request cut short")
+        got += n
+    return bytes(data)
 
 
 def request(
@@ -287,27 +342,62 @@ def parse_reply(data: bytes, ident: str | None = None) -> tuple[str, int, bytes,
     return parts[2].decode(), int(parts[3]), rest[:n], rest[n:]
 
 
-def call(path: str, payload: bytes, ident: str | None = None) -> tuple[str, int, bytes, bytes]:
-    """Send one request to the warm kodelet at ``path``; its (status, code, out, err)."""
+def call(
+    path: str, payload: bytes, ident: str | None = None, wait: float | None = None
+) -> tuple[str, int, bytes, bytes]:
+    """Send one request to the warm kodelet at ``path``; its (status, code, out, err).
+
+    The warm kodelet acknowledges (:data:`ACK`) a request it has read whole and runs it
+    only when the client answers :data:`GO`. A client with no acknowledgement within
+    ``wait`` seconds (:func:`ack_wait`: the warm kodelet is stopped, wedged or
+    overloaded) gives the call up, and a warm kodelet that finds its client gone never
+    runs it: :class:`Unavailable`, the call is the client's to answer. Once it said GO,
+    the call may take as long as its hooks do, and a warm kodelet lost then is
+    :class:`Lost`: its hooks may have run, so no one runs them again."""
+    wait = ack_wait(os.environ) if wait is None else wait
     try:
         st = os.lstat(path)
     except OSError:
         raise Unavailable(NOT_YET, start=True) from None
     if (st.st_mode & 0o170000) != 0o140000 or st.st_uid != os.getuid():
         raise Unavailable(f"{path} is not this user's socket (refused)", start=False)
+    late = f"the warm kodelet did not take the call within {wait:g} s (stopped or overloaded)"
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
+        sock.settimeout(wait)
         try:
             sock.connect(path)
+        except TimeoutError:
+            raise Unavailable(late, start=False) from None
         except OSError:
             raise Unavailable("stale socket: no warm kodelet listening", start=True) from None
         if peer_uid(sock) != os.getuid():
             raise Unavailable("the socket's listener is another user (refused)", start=False)
         try:
-            sock.sendall(payload)
-            sock.shutdown(_socket.SHUT_WR)
+            sock.sendall(b"%d\0" % len(payload) + payload)
+            first = sock.recv(1)
+            if first == ACK:
+                sock.sendall(GO)
+        except TimeoutError:
+            raise Unavailable(late, start=False) from None
+        except OSError as exc:
+            raise Unavailable(
+                f"the warm kodelet failed before it took the call ({exc})", start=True
+            ) from None
+        if first != ACK:  # refused (or not a warm kodelet of this version): nothing ran
+            try:
+                return parse_reply(first + recv_all(sock, 2 * INPUT_CAP), ident)
+            except (OSError, ValueError) as exc:
+                raise Unavailable(
+                    f"the warm kodelet failed before it took the call ({exc})", start=True
+                ) from None
+        sock.settimeout(None)
+        try:
             return parse_reply(recv_all(sock, 2 * INPUT_CAP), ident)
-        except (OSError, ValueError) as exc:
-            raise Unavailable(f"the warm kodelet failed mid-call ({exc})", start=True) from None
+        except (OSError, ValueError, Unavailable) as exc:
+            raise Lost(
+                f"the warm kodelet failed mid-call ({exc}) after it had taken the call; its "
+                "hooks may have run, so the call is not run again"
+            ) from None
     finally:
         sock.close()

@@ -12,7 +12,10 @@ are checked. One runs per project (a lock held for its lifetime); it exits after
 ``KODELET_DAEMON_IDLE`` seconds without a call (default 1800), when its project
 directory is gone, or when its own code was replaced on disk; its hook processes
 are killed when it exits. Calls are served concurrently: a hook that hangs holds
-only its own call, until its timeout.
+only its own call, until its timeout. A call runs only once its client confirmed,
+after the acknowledgement, that it still waits (:func:`.protocol.call`): a client
+that gave up on a stopped or overloaded warm kodelet answered the call itself, and
+the warm kodelet never runs it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 from . import protocol
 from .fingerprint import Fingerprint, files, fingerprint
+from .modules import forget, own_modules
 
 __all__ = ["Server", "main"]
 
@@ -44,6 +48,9 @@ log = logging.getLogger("kodelet.warm")
 IDLE = 1800.0
 TICK = 1.0
 KEPT = 8
+PATIENCE = 60.0
+"""Seconds a connection may take to send its request and its GO: a client stopped
+midway holds one thread that long, never the warm kodelet."""
 """Runtimes kept per transcript (Claude hooks of plugin repositories see theirs)."""
 
 
@@ -74,10 +81,12 @@ class Server:
         self.loads = 0
         self.last_reload: float | None = None
         self.active = 0
+        self.abandoned = 0
         self._lock = threading.Lock()
         self._runtimes: dict[str, Lent] = {}
         self._fingerprint: Fingerprint | None = None
-        self._modules: Fingerprint = ()
+        self._modules = Fingerprint()
+        self._own: set[str] = set()
         self._stop = threading.Event()
         self._own_code = os.stat(protocol.__file__).st_mtime_ns
         self.http_state: str | None = None
@@ -88,22 +97,28 @@ class Server:
     # -- runtimes -------------------------------------------------------------------
 
     def _check(self) -> None:
-        """Reload when anything that defines the runtime changed since it was loaded."""
+        """Reload when anything that defines the runtime changed since the last check;
+        the native plugins' modules are forgotten, so the reload imports them anew."""
         now = fingerprint(self.places, self.env)
         with self._lock:
-            modules = files(p for p, *_ in self._modules)
+            modules = files(self._modules.paths())
             if self._fingerprint is None:
                 self._fingerprint = now
-            elif now != self._fingerprint or modules != self._modules:
-                changed = sorted(set(now + modules) ^ set(self._fingerprint + self._modules))
-                log.info("reloading: %s changed", changed[0][0] if changed else "something")
-                for lent in self._runtimes.values():
-                    self._retire(lent)
-                self._runtimes.clear()
-                self._fingerprint = now
-                self._modules = ()
-                self.reloads += 1
-                self.last_reload = time.time()
+                return
+            changed = self._fingerprint.changed(now) or self._modules.changed(modules)
+            if changed is None:
+                self._fingerprint, self._modules = now, modules
+                return
+            log.info("reloading: %s changed", changed)
+            for lent in self._runtimes.values():
+                self._retire(lent)
+            self._runtimes.clear()
+            forget(self._own)
+            self._own = set()
+            self._fingerprint = now
+            self._modules = Fingerprint()
+            self.reloads += 1
+            self.last_reload = time.time()
 
     def _retire(self, lent: Lent) -> None:
         lent.retired = True
@@ -164,9 +179,10 @@ class Server:
             oldest = next(iter(self._runtimes))
             self._retire(self._runtimes.pop(oldest))
         lent = self._runtimes[slot] = Lent(runtime, slot, sees)
-        known = {p for p, *_ in self._modules}
-        new = sorted({p.path for p in runtime.plugins if p.path} - known)
-        self._modules = self._modules + files(new)
+        own = own_modules(runtime.plugins)
+        self._own |= own.keys()
+        code = {p.path for p in runtime.plugins if p.path} | {f for f in own.values() if f}
+        self._modules = self._modules + files(sorted(code - set(self._modules.paths())))
         return lent
 
     def kill_all(self) -> None:
@@ -177,23 +193,49 @@ class Server:
     # -- calls ----------------------------------------------------------------------
 
     def handle(self, conn: socket.socket) -> None:
+        """One connection: the request read whole, acknowledged, and run only once its
+        client says it still waits (:func:`~.protocol.call`); a client that gave up
+        meanwhile (it found this process stopped or too slow, and answered the call
+        itself) gets nothing run for it."""
         with conn:
             try:
                 if protocol.peer_uid(conn) != os.getuid():
                     log.warning("refused a connection from another user")
                     return
-                data = protocol.recv_all(conn, protocol.INPUT_CAP + (1 << 16))
-                conn.sendall(self.respond(data))
+                conn.settimeout(PATIENCE)
+                data = protocol.read_frame(conn, protocol.INPUT_CAP + (1 << 16))
+                req, refusal = self.take(data)
+                if req is None:
+                    conn.sendall(refusal)
+                    return
+                try:
+                    conn.sendall(protocol.ACK)
+                    go = conn.recv(1)
+                except OSError:
+                    go = b""
+                if go != protocol.GO:
+                    with self._lock:
+                        self.abandoned += 1
+                    log.info("a client gave its call up before it was taken; not run")
+                    return
+                conn.settimeout(None)
+                conn.sendall(self.respond(req))
             except Exception:
                 log.exception("a call failed")
 
-    def respond(self, data: bytes) -> bytes:
+    def take(self, data: bytes) -> tuple[protocol.Request | None, bytes]:
+        """The request ``data`` holds, or the reply that refuses it (nothing of it runs)."""
         try:
             req = protocol.Request(data)
         except ValueError as exc:
-            return self._reply(f"refused: {exc}", 2)
+            return None, self._reply(f"refused: {exc}", 2)
         if req.ident != self.identity:
-            return self._reply("refused: another kodelet version", 2)
+            return None, self._reply("refused: another kodelet version", 2)
+        if req.op not in ("status", "stop", "dispatch", "claude-hook"):
+            return None, self._reply(f"refused: unknown op {req.op!r}", 2)
+        return req, b""
+
+    def respond(self, req: protocol.Request) -> bytes:
         if req.op == "status":
             return self._reply("ok", 0, json.dumps(self.status()).encode())
         if req.op == "stop":
@@ -201,8 +243,6 @@ class Server:
             return self._reply("ok", 0)
         if req.op == "dispatch":
             return self._dispatch(req.args, req.body)
-        if req.op != "claude-hook":
-            return self._reply(f"refused: unknown op {req.op!r}", 2)
         return self._claude_hook(req)
 
     def _reply(self, status: str, code: int, out: bytes = b"", err: bytes = b"") -> bytes:
@@ -283,6 +323,7 @@ class Server:
             "started": self.started,
             "age": round(time.time() - self.started, 1),
             "calls": self.calls,
+            "abandoned": self.abandoned,
             "reloads": self.reloads,
             "loads": self.loads,
             "last_reload": self.last_reload,
