@@ -405,3 +405,41 @@ def test_a_failed_import_cached_by_an_older_kodelet_is_asked_again(
     result, trace, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
     assert result["blocked"] is True, err
     assert outcomes(trace) == {"protocol-guard": "blocked"}, err
+
+
+def test_a_caught_import_error_is_not_taken_for_the_cause(repo: Path, tmp_path: Path) -> None:
+    """A hook that logs a failed optional import and then fails for another reason
+    keeps that reason: only a traceback ending in the import is explained."""
+    text = protocol_guard().replace(
+        "from kodelet import hookkit",
+        "from kodelet import hookkit\n"
+        "import sys\n"
+        "sys.stderr.write(\"ModuleNotFoundError: No module named 'ujson'\\n\")\n"
+        "sys.exit('the real reason')",
+    )
+    put(repo / ".kodelet" / "hooks", "noisy", text)
+    env = env_for(path_without_kodelet(tmp_path))
+    _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
+    (line,) = [x for x in err.splitlines() if "noisy" in x]
+    assert "the real reason" in line and "fix:" not in line, err
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_an_import_failing_in_a_call_names_the_module_served_or_per_call(
+    repo: Path, tmp_path: Path, persistent: bool
+) -> None:
+    from kodelet import load_runtime
+    from kodelet.payloads import BeforeToolCallPayload
+
+    text = protocol_guard().replace(
+        "def check(payload):\n", "def check(payload):\n    import nosuchmod_lazy  # noqa\n"
+    )
+    assert "nosuchmod_lazy" in text
+    put(repo / ".kodelet" / "hooks", "lazy", text)
+    env = env_for(path_without_kodelet(tmp_path))
+    with load_runtime(cwd=repo, env=env, persistent=persistent, entry_points=False) as runtime:
+        done = runtime.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={}))
+    (record,) = done.trace
+    assert "cannot import 'nosuchmod_lazy'" in str(record.error), record
+    assert f"kodelet's own Python ({sys.executable})" in str(record.error), record
+    assert "pipx inject kodelet nosuchmod_lazy" in str(record.error), record

@@ -38,7 +38,9 @@ _PYTHON = re.compile(rb"python(?:3(?:\.\d+)?)?")
 _IMPORTS_KODELET = re.compile(
     rb"^[ \t]*(?:from[ \t]+kodelet(?:[ \t]|\.)|import[ \t]+kodelet\b)", re.MULTILINE
 )
-_MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+# The last line of the hook's stderr, as a failure ends with it: an import that failed
+# and was caught, with the hook then failing for another reason, is not the cause.
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'\s*$")
 ENV_SHEBANG = "#!/usr/bin/env python3"
 
 
