@@ -24,6 +24,8 @@ from kodelet.process import STDERR_TAIL, ProcessGroups, run_process
 from kodelet.testing import discovered, executables, write_hook
 from kodelet.trace import Outcome
 
+from tests.kit.processes import alive, kill_sessions, wait_for, with_default_signals
+
 SERVER = f"""#!{sys.executable}
 import os, subprocess, sys, time
 from kodelet import hookkit
@@ -52,27 +54,6 @@ def handle(p):
 
 hookkit.main("before_tool_call", handle)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_for(predicate: object, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def server_hook(tmp_path: Path, **kw: object) -> PersistentHook:
@@ -114,7 +95,7 @@ def test_cancelling_adispatch_kills_a_persistent_call_at_once(project: Path) -> 
         took = asyncio.run(go())
         server, child = map(int, pidfile.read_text().split())
         assert took < 2.0, f"cancellation took {took:.1f}s"
-        assert not alive(server) and wait_for(lambda: not alive(child), 2)
+        assert not alive(server) and wait_for(lambda: not alive(child))
         d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={"command": "ls"}))
         assert d.trace[0].outcome is Outcome.NO_ACTION  # restarted on next use
 
@@ -156,23 +137,26 @@ def test_a_signal_to_the_host_kills_every_hook_group(tmp_path: Path, sig: signal
     server_path = write_hook(tmp_path / "hooks", "server", SERVER)
     per_call = write_hook(tmp_path / "hooks", "per-call", PER_CALL.format(pidfile=pids))
     host = subprocess.Popen(
-        [sys.executable, "-c", HOST, str(server_path), str(per_call), str(pids)],
+        with_default_signals(
+            [sys.executable, "-c", HOST, str(server_path), str(per_call), str(pids)]
+        ),
         stdout=subprocess.PIPE,
         text=True,
     )
+    hook_pids: list[int] = []
     try:
         assert host.stdout is not None and host.stdout.readline().strip() == "ready"
+        hook_pids = [int(p) for p in Path(f"{pids}.server").read_text().split()]
         assert wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
-        hook_pids = [
-            int(p) for p in (pids.read_text() + " " + Path(f"{pids}.server").read_text()).split()
-        ]
+        hook_pids += [int(p) for p in pids.read_text().split()]
         assert all(alive(p) for p in hook_pids)
         host.send_signal(sig)
-        assert host.wait(10) == -sig  # the signal still does what it did: the host dies
-        assert wait_for(lambda: not any(alive(p) for p in hook_pids), 5), hook_pids
+        assert host.wait(60) == -sig  # the signal still does what it did: the host dies
+        assert wait_for(lambda: not any(alive(p) for p in hook_pids)), hook_pids
     finally:
         host.kill()
         host.wait()
+        assert kill_sessions(hook_pids)
 
 
 def test_process_groups_track_live_processes_only(tmp_path: Path) -> None:
@@ -320,29 +304,21 @@ def test_a_signal_to_the_cli_kills_its_running_hook(project: Path, sig: signal.S
         f"run) echo $$ > {pidfile}; sleep 60;; esac\n",
     )
     cli = subprocess.Popen(
-        [sys.executable, "-m", "kodelet", "--cwd", str(project), "hooks", "run",
-         "before_tool_call", "--payload", "-"],
+        with_default_signals([sys.executable, "-m", "kodelet", "--cwd", str(project), "hooks",
+                              "run", "before_tool_call", "--payload", "-"]),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
-    assert cli.stdin is not None
-    cli.stdin.write(b'{"tool_name": "bash"}')
-    cli.stdin.close()
-    deadline = time.monotonic() + 30
-    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    pid = int(pidfile.read_text())
-    cli.send_signal(sig)
-    assert cli.wait(10) == -sig
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    """Running, not a zombie waiting to be reaped by init."""
+    pid = 0
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+        assert cli.stdin is not None
+        cli.stdin.write(b'{"tool_name": "bash"}')
+        cli.stdin.close()
+        assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
+        pid = int(pidfile.read_text())
+        cli.send_signal(sig)
+        assert cli.wait(60) == -sig
+        assert wait_for(lambda: not alive(pid))
+    finally:
+        cli.kill()
+        cli.wait()
+        assert kill_sessions([pid])

@@ -4,7 +4,6 @@ leaving debris, private modes widened, and a git remote that never answers."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import stat
@@ -19,6 +18,7 @@ import pytest
 from kodelet import repos
 from kodelet.testing import write_hook
 
+from tests.kit.processes import alive, kill_sessions, wait_for
 from tests.test_repos import GIT_ENV, leftovers, make_git_repo, make_plugin_tree
 
 
@@ -183,29 +183,20 @@ def test_debris_of_killed_installs_is_removed_by_the_next_add(
 
 HANGING_SSH = """#!/bin/sh
 sleep 600 &
-echo $! >> "{pids}"
-echo $$ >> "{pids}"
+echo "$$ $!" >> "{pids}"
 wait
 """
 
 
 def hanging_remote(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """A remote that never answers, on loopback only: git runs this as its ssh, and it
-    sleeps (with a child of its own) instead of speaking the protocol."""
+    sleeps (with a child of its own) instead of speaking the protocol. Each run appends
+    one line of pids; git may run it more than once for one clone (``ssh -G`` first, to
+    learn which ssh it is)."""
     pids = tmp_path / "ssh-pids"
     ssh = write_hook(tmp_path / "bin", "fake-ssh", HANGING_SSH.format(pids=pids))
     env = {**os.environ, **GIT_ENV, "GIT_SSH_COMMAND": str(ssh), repos.GIT_TIMEOUT_ENV: "2"}
     return env, pids
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split(") ", 1)[1][0] != "Z"
-    return False
 
 
 def test_a_remote_that_never_answers_times_out_and_leaves_nothing(tmp_path: Path) -> None:
@@ -234,18 +225,21 @@ def test_a_killed_clone_is_cleaned_up_by_the_next_add(tmp_path: Path) -> None:
         "src = repos.parse_source('ssh://git@127.0.0.1/acme/tools.git')\n"
         "repos.add(src, Path(sys.argv[1]), location='local')\n"
     )
+
+    def cloning() -> bool:
+        return pids.exists() and len(pids.read_text().split()) >= 2
+
     proc = subprocess.Popen([sys.executable, "-c", code, str(plugins)], env=env)
     try:
-        deadline = time.monotonic() + 20
-        while not (pids.exists() and len(pids.read_text().split()) >= 2):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        assert wait_for(lambda: cloning() or proc.poll() is not None) and cloning()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
-        for pid in pids.read_text().split() if pids.exists() else []:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        # git runs in a session of its own, which outlives the killed add: kill all of
+        # it (git, every ssh it started, their children) before looking at the debris.
+        assert kill_sessions(int(p) for p in (pids.read_text() if pids.exists() else "").split())
     debris = leftovers(plugins)
     assert any(".clone-" in name for name in debris) and ".acme@tools.lock" in debris
     repo = make_git_repo(tmp_path / "src" / "acme" / "tools")
