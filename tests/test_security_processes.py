@@ -159,6 +159,45 @@ def test_a_signal_to_the_host_kills_every_hook_group(tmp_path: Path, sig: signal
         assert kill_sessions(hook_pids)
 
 
+LATE_HOST = """
+import os, signal, sys
+from pathlib import Path
+from kodelet.process import ProcessGroups, killing_on_signals, run_process
+
+
+class Late(ProcessGroups):
+    def add(self, pid):
+        Path(sys.argv[2]).write_text(str(pid))
+        os.kill(os.getpid(), signal.SIGTERM)  # handled at the next call, before the add
+        super().add(pid)
+
+
+groups = Late()
+with killing_on_signals(groups):
+    run_process([sys.argv[1]], b"", cwd=None, env=dict(os.environ), timeout=600, groups=groups)
+"""
+
+
+def test_a_signal_while_a_hook_starts_kills_that_hook_too(tmp_path: Path) -> None:
+    """The race a loaded machine showed: a SIGTERM handled after a hook's fork but
+    before its group was tracked killed every other group and ended the host, leaving
+    that hook running orphaned."""
+    pid_file = tmp_path / "started"
+    per_call = write_hook(tmp_path / "hooks", "per-call", PER_CALL.format(pidfile=tmp_path / "x"))
+    host = subprocess.Popen(
+        with_default_signals([sys.executable, "-c", LATE_HOST, str(per_call), str(pid_file)])
+    )
+    pid = 0
+    try:
+        assert host.wait(60) == -signal.SIGTERM
+        pid = int(pid_file.read_text())
+        assert wait_for(lambda: not alive(pid))
+    finally:
+        host.kill()
+        host.wait()
+        assert kill_sessions([pid])
+
+
 def test_process_groups_track_live_processes_only(tmp_path: Path) -> None:
     groups = ProcessGroups()
     seen: list[int] = []

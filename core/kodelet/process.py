@@ -143,6 +143,52 @@ class ProcessGroups:
             kill_group(pid)
 
 
+class _Starts:
+    """Hook processes being started in this process right now, and the host signals
+    that came meanwhile.
+
+    A hook exists from its fork on but is in its :class:`ProcessGroups` only once
+    ``add`` has run; a SIGTERM handled in between killed every group but that one
+    and ended the host, leaving the new hook orphaned (a loaded machine widens the
+    window enough to see it). So :func:`killing_on_signals` holds a signal that
+    comes while a start is under way, and the last start to finish sends it again.
+    Process-wide, as the signal handlers that read it are; no lock, for the reason
+    :class:`ProcessGroups` has none. Each start is tagged with its process id, so a
+    forked child never waits on a start of its parent's."""
+
+    def __init__(self) -> None:
+        self.under_way: set[tuple[int, object]] = set()
+        self.held: list[int] = []
+
+    def hold(self, signum: int) -> bool:
+        """Whether ``signum`` must wait for a start under way (then it is sent again)."""
+        self.held.append(signum)
+        me = os.getpid()
+        if any(pid == me for pid, _ in list(self.under_way)):
+            return True
+        with contextlib.suppress(ValueError):
+            self.held.remove(signum)
+        return False
+
+
+_STARTS = _Starts()
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+    """Around starting one hook process and adding it to its :class:`ProcessGroups`: a
+    SIGTERM or SIGHUP to the host meanwhile is handled once the process is tracked."""
+    token = (os.getpid(), object())
+    _STARTS.under_way.add(token)
+    try:
+        yield
+    finally:
+        _STARTS.under_way.discard(token)
+        while _STARTS.held and not _STARTS.under_way:
+            with contextlib.suppress(IndexError):
+                os.kill(os.getpid(), _STARTS.held.pop())
+
+
 HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
@@ -171,6 +217,8 @@ def killing_on_signals(
     previous: dict[int, Any] = {}
 
     def handler(signum: int, frame: Any) -> None:
+        if _STARTS.hold(signum):
+            return  # a hook is being started: handled again once its group is tracked
         groups.kill_all()
         before = previous.get(signum, signal.SIG_DFL)
         if callable(before):
@@ -249,12 +297,13 @@ def run_process(
     cwd, env, groups = options["cwd"], options["env"], options.get("groups")
     timeout, stdout_cap = options["timeout"], options.get("stdout_cap", STDOUT_CAP)
     deadline = start + min(timeout, MAX_TIMEOUT)
-    try:
-        proc = subprocess.Popen(list(argv), close_fds=True, **spawn_options(cwd, env))
-    except OSError as exc:
-        raise _spawn_error(argv, exc, cwd) from None
+    with starting():
+        try:
+            proc = subprocess.Popen(list(argv), close_fds=True, **spawn_options(cwd, env))
+        except OSError as exc:
+            raise _spawn_error(argv, exc, cwd) from None
+        out, err = _started(proc.pid, groups)
     assert proc.stdin and proc.stdout and proc.stderr
-    out, err = _started(proc.pid, groups)
     timed_out = overflow = False
     view = memoryview(data)
     sel = selectors.DefaultSelector()
@@ -437,22 +486,23 @@ def run_batch(
     def spawn(index: int) -> _Running:
         job = jobs[index]
         start = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                list(job.argv),
-                stdin=devnull,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=job.cwd,
-                env=job.env,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as exc:
-            raise _spawn_error(job.argv, exc, job.cwd) from None
+        with starting():
+            try:
+                proc = subprocess.Popen(
+                    list(job.argv),
+                    stdin=devnull,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=job.cwd,
+                    env=job.env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise _spawn_error(job.argv, exc, job.cwd) from None
+            if groups is not None:
+                groups.add(proc.pid)
         run = _Running(index, proc, start, timeout)
-        if groups is not None:
-            groups.add(proc.pid)
         assert proc.stdout and proc.stderr
         try:
             for fobj, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
@@ -592,12 +642,13 @@ async def arun_process(
     cwd, env, groups = options["cwd"], options["env"], options.get("groups")
     timeout, stdout_cap = options["timeout"], options.get("stdout_cap", STDOUT_CAP)
     timeout = min(timeout, MAX_TIMEOUT)
-    try:
-        proc = await asyncio.create_subprocess_exec(*argv, **spawn_options(cwd, env))
-    except OSError as exc:
-        raise _spawn_error(argv, exc, cwd) from None
+    with starting():
+        try:
+            proc = await asyncio.create_subprocess_exec(*argv, **spawn_options(cwd, env))
+        except OSError as exc:
+            raise _spawn_error(argv, exc, cwd) from None
+        out, err = _started(proc.pid, groups)
     assert proc.stdin and proc.stdout and proc.stderr
-    out, err = _started(proc.pid, groups)
     state = {"overflow": False}
 
     async def feed() -> None:

@@ -49,7 +49,14 @@ from typing import Any
 from ..config import MAX_TIMEOUT
 from ..errors import HookFailure
 from ..kinds import Protocol
-from ..process import STDERR_TAIL, STDOUT_CAP, ProcessGroups, kill_group, spawn_options
+from ..process import (
+    STDERR_TAIL,
+    STDOUT_CAP,
+    ProcessGroups,
+    kill_group,
+    spawn_options,
+    starting,
+)
 from .executable import ExecutableHook, parse_answer
 from .interpreter import command, explain
 
@@ -116,11 +123,12 @@ class _Server:
     ) -> None:
         self.name = name
         self.cwd = cwd
-        self.proc = subprocess.Popen(argv, close_fds=True, bufsize=0, **spawn_options(cwd, env))
+        with starting():
+            self.proc = subprocess.Popen(argv, close_fds=True, bufsize=0, **spawn_options(cwd, env))
+            if groups is not None:
+                groups.add(self.proc.pid)
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         self._groups = groups
-        if groups is not None:
-            groups.add(self.proc.pid)
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
         self._err = self.proc.stderr.fileno()
