@@ -286,3 +286,15 @@ def test_status_lists_a_guard_that_will_not_run_and_exits_1(tmp_path: Path) -> N
     guard.chmod(0o700)
     (root / ".kodelet" / "hooks" / "README").write_text("our guards\n")
     assert kodelet("claude", "status", cwd=root).returncode == 0
+
+
+def test_live_without_the_agent_says_what_is_missing(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    for agent in ("claude", "codex"):
+        assert kodelet(agent, "install", cwd=root).returncode == 0
+    proc = kodelet("verify", "--live", "--agent", "claude", cwd=root, path=f"{BIN}:/usr/bin:/bin")
+    assert proc.returncode == 1
+    assert "--live: claude is not on PATH" in proc.stdout
+    proc = kodelet("verify", "--live", "--agent", "codex", cwd=root)
+    assert proc.returncode == 1
+    assert "--live drives claude, gemini only, not codex" in proc.stdout

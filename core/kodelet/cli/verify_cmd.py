@@ -39,6 +39,12 @@ Every run puts a few built-in dangerous calls (rm -rf /, rm -rf ~, writes to
 which calls your guards must stop is yours to say, with --expect-block COMMAND (and
 --expect-allow COMMAND for calls they must let through).
 
+With --live the installed agent binary itself (Claude Code or Gemini CLI) starts here,
+non-interactively, against a stand-in model that asks it to run each call in a
+sacrificial temporary folder (your command as `cd FOLDER && ( COMMAND ); touch MARKER`,
+the built-in deletion as `rm -rf FOLDER/victim`), and what happened is judged from the
+files there.
+
 Exit status: 0 when every expectation holds; 1 when a call expected to be blocked is
 allowed (or one expected to be allowed is not), or when no kodelet entry runs from this
 folder (the fix is printed: `kodelet AGENT install`); 2 on a usage error."""
@@ -217,7 +223,7 @@ def start_folder_note(agent: str, scope: str, project: Path) -> str | None:
 
 
 def check_agent(
-    agent: str, here: Path, project: Path, probes: list[probing.Probe]
+    agent: str, here: Path, project: Path, probes: list[probing.Probe], live: bool = False
 ) -> dict[str, Any]:
     """What ``verify`` says of one agent, as JSON-ready data."""
     entries, problems = find_entries(agent, _start_folder(agent, here, project))
@@ -251,9 +257,20 @@ def check_agent(
             if where
             else f"`kodelet {agent} install` (or --scope user)"
         )
-        if not entries:
+        if not entries and not live:  # --live asks the agent itself, entry or none
             return row
-    verdicts = probing.verify(agent, entries, probes, here, os.environ)
+    row["live"] = live
+    if live:
+        from ..agents.live import LiveError, run_live
+
+        try:
+            verdicts = run_live(agent, probes, here, os.environ)
+        except LiveError as exc:
+            row["problem"] = f"--live: {exc}"
+            row["fix"] = f"`kodelet verify --agent {agent}` without --live runs the entry alone"
+            return row
+    else:
+        verdicts = probing.verify(agent, entries, probes, here, os.environ)
     row["calls"] = [v.to_json() for v in verdicts]
     return row
 
@@ -265,7 +282,8 @@ def _installed_anywhere(agent: str, here: Path, project: Path) -> bool:
 
 
 def _lines(row: dict[str, Any]) -> list[str]:
-    lines = [f"{row['title']} (started in {row['cwd']}):"]
+    how = ", live" if row.get("live") else ""
+    lines = [f"{row['title']} (started in {row['cwd']}{how}):"]
     for e in row["entries"]:
         what = e["command"] or e["url"]
         lines.append(f"  entry: {e['scope']} {e['path']}: {what}")
@@ -309,6 +327,13 @@ def verify(
         help="A shell command your guards must let through; repeatable. verify exits 1"
         " when it is stopped.",
     ),
+    live: bool = typer.Option(
+        False,
+        "--live",
+        help="Drive the installed agent itself (Claude Code, Gemini CLI) against a stand-in"
+        " model that asks it to run each call in a sacrificial temporary folder, and judge"
+        " from the files there.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON document for scripts."),
 ) -> None:
     here = _here(ctx)
@@ -317,7 +342,7 @@ def verify(
         fail(f"--agent {agent}: unknown agent (known: {', '.join(AGENTS)})", 2)
     agents = [agent] if agent else [a for a in AGENTS if _installed_anywhere(a, here, project)]
     probes = probing.builtin_probes(project) + probing.user_probes(expect_block, expect_allow)
-    rows = [check_agent(a, here, project, probes) for a in agents or ["claude"]]
+    rows = [check_agent(a, here, project, probes, live) for a in agents or ["claude"]]
     failed = [c for r in rows for c in r["calls"] if c["held"] is False]
     ok = not failed and not any(r["problem"] for r in rows)
     if as_json:
