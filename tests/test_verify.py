@@ -298,3 +298,20 @@ def test_live_without_the_agent_says_what_is_missing(tmp_path: Path) -> None:
     proc = kodelet("verify", "--live", "--agent", "codex", cwd=root)
     assert proc.returncode == 1
     assert "--live drives claude, gemini only, not codex" in proc.stdout
+
+
+def test_status_names_answers_the_agent_cannot_apply(tmp_path: Path) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    after = root / ".kodelet" / "hooks" / "redact"
+    after.write_text(BLOCKER.replace("before_tool_call", "after_tool_call"))
+    after.chmod(0o700)
+    qwen = report(kodelet("qwen", "status", "--json", cwd=root))
+    assert [(f["name"], f["answer"].split(":")[0]) for f in qwen["cannot_apply"]] == [
+        ("guard", "a rewrite of the call"),
+        ("guard", "added context"),
+    ]
+    gemini = kodelet("gemini", "status", cwd=root)
+    assert "answers Gemini CLI cannot apply as asked:" in gemini.stdout
+    assert "redact: a rewritten tool output: Gemini CLI cannot replace a result" in gemini.stdout
+    copilot = report(kodelet("copilot", "status", "--json", cwd=root))
+    assert copilot["cannot_apply"] == []

@@ -169,11 +169,18 @@ def agent_app(dialect: Dialect) -> typer.Typer:
         scopes = [scope_state(dialect, s, cwd) for s in Scope]
         on_failure, config_error, rows = bridged_hooks(ctx)
         fails_open = failing_open(dialect) if dialect.fails_open else None
-        from .verify_cmd import hooks_not_running, not_held_here, not_running_lines
+        from .verify_cmd import (
+            cannot_apply,
+            cannot_apply_lines,
+            hooks_not_running,
+            not_held_here,
+            not_running_lines,
+        )
 
         here_problem = not_held_here(ctx, dialect.name)
         not_running = hooks_not_running(ctx)
         unheld = here_problem or any(r["blocking"] for r in not_running)
+        limits = cannot_apply(dialect.name, rows)
         if as_json:
             print_json(
                 {
@@ -188,6 +195,7 @@ def agent_app(dialect: Dialect) -> typer.Typer:
                     "hooks": rows,
                     "not_held_here": here_problem,
                     "not_running": not_running,
+                    "cannot_apply": limits,
                 }
             )
             if unheld:
@@ -209,6 +217,7 @@ def agent_app(dialect: Dialect) -> typer.Typer:
         lines += [f"note: {n}" for n in dialect.notes]
         lines += ["", *hook_lines(title, rows)]
         lines += not_running_lines(not_running)
+        lines += cannot_apply_lines(title, limits)
         if here_problem:
             lines += ["", f"NOT HELD here: {here_problem}"]
         typer.echo("\n".join(printable(line) for line in lines))

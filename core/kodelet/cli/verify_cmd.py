@@ -209,6 +209,53 @@ def not_running_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+CANNOT_APPLY: dict[str, tuple[tuple[str, str], ...]] = {
+    "qwen": (
+        (
+            "before_tool_call",
+            "a rewrite of the call: Qwen Code never applies one, so kodelet blocks the call"
+            " and names the rewritten one for the model to make",
+        ),
+        ("before_tool_call", "added context: Qwen Code drops it before a tool call"),
+    ),
+    "gemini": (
+        (
+            "after_tool_call",
+            "a rewritten tool output: Gemini CLI cannot replace a result, so the model gets"
+            " the new output as added text beside the real one",
+        ),
+        ("before_tool_call", "added context: Gemini CLI takes none before a tool call"),
+    ),
+    "codex": (
+        (
+            "after_tool_call",
+            "a rewritten tool output: Codex refuses one, so the model gets the new output as"
+            " added text beside the real one",
+        ),
+    ),
+}
+"""Agent -> (kodelet event, an answer its hooks may give that the agent cannot apply as
+asked, and what happens instead), as docs/AGENTS.md's table of answers says."""
+
+
+def cannot_apply(agent: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The active hooks on events where ``agent`` cannot apply some answer, with what."""
+    out = []
+    for event, what in CANNOT_APPLY.get(agent, ()):
+        for r in rows:
+            if r["event"] == event:
+                out.append({"name": r["name"], "event": event, "answer": what})
+    return out
+
+
+def cannot_apply_lines(title: str, found: list[dict[str, Any]]) -> list[str]:
+    if not found:
+        return []
+    lines = ["", f"answers {title} cannot apply as asked:"]
+    lines += [f"  {f['event']:18} {f['name']}: {f['answer']}" for f in found]
+    return lines
+
+
 def start_folder_note(agent: str, scope: str, project: Path) -> str | None:
     """What ``install`` says of a project-file scope in an agent that reads it only where
     it starts."""
