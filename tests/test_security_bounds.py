@@ -26,6 +26,7 @@ from kodelet.policy import AfterToolCallReducer, reducer_for
 from kodelet.runtime import Runtime
 from kodelet.testing import write_hook
 from kodelet.trace import Dispatch, Outcome
+from kodelet.wire import payload_from_wire
 
 
 def nested(levels: int, leaf: Any = "rm -rf /") -> dict[str, Any]:
@@ -102,10 +103,12 @@ def test_oversized_payload_is_refused(project: Path) -> None:
         check_bounds(wide)
 
 
-def test_dispatch_wire_refuses_a_deep_payload_with_a_value_error(project: Path) -> None:
+def test_a_deep_wire_payload_is_refused_with_a_value_error(project: Path) -> None:
     rt, ran = guarded(project)
     with rt, pytest.raises(ValueError, match="nested deeper than 64 levels"):
-        rt.dispatch_wire(Event.BEFORE_TOOL_CALL, {"tool_name": "x", "tool_input": nested(900)})
+        rt.dispatch(
+            payload_from_wire(Event.BEFORE_TOOL_CALL, {"tool_name": "x", "tool_input": nested(900)})
+        )
     assert not ran.exists()
 
 

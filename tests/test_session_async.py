@@ -30,6 +30,7 @@ from kodelet import (
     load_runtime,
 )
 from kodelet.testing import isolated_runtime
+from kodelet.wire import payload_from_wire
 
 
 def plugin(**impls: Callable[..., Any]) -> SimpleNamespace:
@@ -335,19 +336,21 @@ def test_bad_base_field_is_a_value_error(tmp_path: Path) -> None:
         (Event.USER_MESSAGE_SEND, {"event": "agent_stop", "message": "x"}, "agent_stop"),
     ],
 )
-def test_dispatch_wire_bad_payload_is_a_value_error_before_any_hook_runs(
+def test_a_bad_wire_payload_is_a_value_error_before_any_hook_runs(
     tmp_path: Path, event: Event, data: dict[str, Any], field: str
 ) -> None:
     ran, spy = _tripwire()
     with isolated(tmp_path, ("spy", spy)) as rt, pytest.raises(ValueError, match=field):
-        rt.dispatch_wire(event, data)
+        rt.dispatch(payload_from_wire(event, data))
     assert ran == []
 
 
-def test_dispatch_wire_ignores_unknown_fields(tmp_path: Path) -> None:
+def test_a_wire_payload_with_unknown_fields_dispatches(tmp_path: Path) -> None:
     ran, spy = _tripwire()
     with isolated(tmp_path, ("spy", spy)) as rt:
-        d = rt.dispatch_wire(Event.USER_MESSAGE_SEND, {"message": "hi", "client": "v2"})
+        d = rt.dispatch(
+            payload_from_wire(Event.USER_MESSAGE_SEND, {"message": "hi", "client": "v2"})
+        )
     assert d.result == UserMessageSendResult()
     assert ran == ["user_message_send"]
 

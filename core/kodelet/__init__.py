@@ -116,6 +116,7 @@ __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __version__ = "0.1.0"
+"""Written here alone: pyproject.toml reads it (``dynamic = ["version"]``)."""
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -25,6 +25,8 @@ from typing import Any
 
 import attrs
 
+from .errors import KodeletError
+
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays in a payload or a hook's answer, the
 payload itself counting as level 1 (so ``tool_input`` may nest 63 levels)."""
@@ -36,7 +38,7 @@ _INT_BITS = 14_000  # about 4,200 digits: below what Python agrees to print (4,3
 _PATH_PARTS = 8
 
 
-class BoundsError(ValueError):
+class BoundsError(KodeletError, ValueError):
     """Data over a limit or not writable as JSON; the message names the limit and the path."""
 
 

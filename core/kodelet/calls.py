@@ -60,7 +60,7 @@ def run(
             raise
         except BaseException as exc:
             if suspended:  # the async driver delivers a hook's exception wrapped
-                if not isinstance(exc, Raised):
+                if not isinstance(exc, _Raised):
                     raise  # GeneratorExit: the dispatch itself is going away
                 suspended, exc = False, exc.error
                 if isinstance(exc, asyncio.CancelledError) and cancelling():
@@ -123,7 +123,7 @@ async def bounded(coro: Awaitable[Any], timeout: float) -> Any:
     return result
 
 
-class Raised(Exception):
+class _Raised(Exception):
     """A hook's exception on its way back into the dispatch loop, so that the loop can
     tell it from its own ``GeneratorExit`` or cancellation."""
 
@@ -136,7 +136,7 @@ def feed(steps: Generator[Any, Any, Any], ok: bool, value: Any) -> tuple[bool, A
     """Resume the dispatch loop with a hook's awaited answer (or its exception):
     (False, the next awaitable) or (True, None) once it has finished."""
     try:
-        return False, (steps.send(value) if ok else steps.throw(Raised(value)))
+        return False, (steps.send(value) if ok else steps.throw(_Raised(value)))
     except StopIteration as stop:
         return True, stop.value
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .bounds import MAX_DEPTH, MAX_SIZE, BoundsError, check_bounds
+from .errors import KodeletError
 
 FILE_CAP = 32 * 1024 * 1024
 """Default cap on a JSON file: twice the payload bound, for escapes and indentation."""
@@ -41,7 +42,7 @@ FILE_CAP = 32 * 1024 * 1024
 _CHUNK = 65536
 
 
-class JSONError(ValueError):
+class JSONError(KodeletError, ValueError):
     """Text that is not strict, bounded JSON; the message names what it was and why.
 
     ``syntax`` is True when the text does not even parse (a caller may then quote it)."""
@@ -52,7 +53,7 @@ class JSONError(ValueError):
         self.detail = detail
 
 
-class FileError(ValueError):
+class FileError(KodeletError, ValueError):
     """A file that cannot be read as asked (not a regular file, too big, unreadable)."""
 
 
@@ -180,7 +181,7 @@ def load_file(
     return loads(read_file(path, what, cap=cap), str(Path(path)), max_depth=max_depth)
 
 
-class ChangedError(OSError):
+class ChangedError(KodeletError, OSError):
     """The file changed since it was read: writing now would lose what was written."""
 
 

@@ -41,7 +41,7 @@ class PluginInfo:
     plugin: Any = attrs.field(default=None, repr=False, eq=False)
 
 
-_OWN = {"Name": PROJECT, "Version": __version__}  # a test keeps it equal to pyproject.toml's
+_OWN = {"Name": PROJECT, "Version": __version__}
 
 
 def _is_own(dist: Any) -> bool:

@@ -23,6 +23,7 @@ from typing import Any, Protocol, Required, TypedDict, Unpack
 import attrs
 
 from .config import MAX_TIMEOUT
+from .errors import KodeletError
 
 STDOUT_CAP = 1024 * 1024
 STDERR_TAIL = 4096
@@ -87,7 +88,7 @@ class ProcessResult:
         return f": {' | '.join(lines[-3:])[-300:]}"
 
 
-class SpawnError(OSError):
+class SpawnError(KodeletError, OSError):
     """The hook could not be started at all (deleted, not executable, bad cwd)."""
 
 

@@ -29,7 +29,6 @@ from .places import Places
 from .policy import Reducer, reducer_for
 from .seam import ADAPTER_HOOKS, WHOLE_PAYLOAD, HookEntry, Rank
 from .trace import Dispatch, LazyDispatch
-from .wire import payload_from_wire
 
 log = logging.getLogger("kodelet.runtime")
 
@@ -156,10 +155,6 @@ class Runtime:
             raise RuntimeError("runtime is closed")
         hooks = self._ordered(payload.EVENT)[1]
         return hooks, reducer_for(payload, self.slow_after)
-
-    def dispatch_wire(self, event: Event, data: Mapping[str, Any]) -> Dispatch:
-        """Dispatch a payload given as wire JSON; ``ValueError`` names a bad field."""
-        return self.dispatch(payload_from_wire(event, data))
 
     def close(self) -> None:
         if self._closed:

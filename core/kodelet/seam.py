@@ -9,12 +9,10 @@ as it does native impls and never asks what kind of hook it is calling; a new
 kind of hook is a new adapter, not a change to the runtime.
 
 An adapter is registered once, so N executables cost one pluggy registration.
-It still answers raw ``pm.hook.<event>(...)`` calls (see :class:`Adapter`).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Sequence
 from enum import IntEnum
 from types import SimpleNamespace
@@ -22,11 +20,10 @@ from typing import Any
 
 import attrs
 
-from .config import DEFAULT_TIMEOUT
 from .events import Event
 from .kinds import Source
 from .markers import hookimpl
-from .payloads import PAYLOAD_TYPES, BasePayload, field_names
+from .payloads import BasePayload
 
 # The attribute by which the runtime recognises an adapter among pluggy's plugins.
 ADAPTER_HOOKS = "kodelet_hooks"
@@ -102,20 +99,25 @@ class _Plugin(SimpleNamespace):
         return list(vars(self))
 
 
+@hookimpl
+def _in_dispatch_only() -> None:
+    """An adapter's impl of every event, by which the runtime finds it among pluggy's
+    impls; a raw ``pm.hook.<event>(...)`` call gets nothing from it: its hooks run
+    only through the runtime's dispatch, in call order and under the merge policy."""
+    return None
+
+
 class Adapter:
     """Base of adapter plugins: one registration, many hooks.
 
     Subclasses implement :meth:`kodelet_hooks` and, if they hold processes,
-    :meth:`close`. The hookimpls made here let a raw ``pm.hook.<event>(...)``
-    call run the adapter's hooks for that event too, one after another; the
-    first answer that is not ``None`` is the adapter's answer there (the merge
-    policy applies only to dispatches through the runtime)."""
+    :meth:`close`."""
 
     def __init__(self) -> None:
         # What pluggy registers: a namespace with only the hookimpls and the seam's
         # attribute, because pluggy inspects every attribute of a plugin it registers.
         self.plugin = _Plugin(
-            **{e.value: _raw_impl(self, e) for e in Event},
+            **dict.fromkeys((e.value for e in Event), _in_dispatch_only),
             **{ADAPTER_HOOKS: self.kodelet_hooks},
         )
 
@@ -128,37 +130,3 @@ class Adapter:
     def kill_all(self) -> None:
         """Kill at once every process this adapter's hooks have running. Called from a
         signal handler (SIGTERM, SIGHUP to the host): no locks, no waiting."""
-
-    def _raw_call(self, event: Event, fields: dict[str, Any]) -> Any:
-        payload = PAYLOAD_TYPES[event](**fields)
-        for hook in self.kodelet_hooks(event):
-            answer = hook.run(payload, DEFAULT_TIMEOUT)
-            if answer is not None:
-                return answer
-        return None
-
-
-def _raw_impl(adapter: Adapter, event: Event) -> Callable[..., Any]:
-    return hookimpl(_raw_impl_factory(event)(adapter._raw_call, event))
-
-
-@functools.cache
-def _raw_impl_factory(event: Event) -> Callable[..., Callable[..., Any]]:
-    """Makes hookimpls taking the whole payload as real parameters.
-
-    pluggy reads argument names from the function's code object, so the function
-    is compiled with the event's field names (from the payload model) as
-    parameters: once per event, not once per adapter, as compiling is most of
-    what building an adapter costs."""
-    names = field_names(event)
-    fields = ", ".join(f"{n!r}: {n}" for n in names if n != "event")
-    source = (
-        "def make(call, EVENT):\n"
-        f"    def {event.value}({', '.join(names)}):\n"
-        f"        return call(EVENT, {{{fields}}})\n"
-        f"    return {event.value}\n"
-    )
-    namespace: dict[str, Any] = {}
-    exec(source, namespace)  # names come from our own payload models
-    make: Callable[..., Callable[..., Any]] = namespace["make"]
-    return make

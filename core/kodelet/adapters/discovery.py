@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from ..config import Config
+from ..errors import KodeletError
 from ..events import Event, parse_event
 from ..kinds import Location, Protocol, Status
 from ..places import DISABLE_SUFFIX, Places, claude_layout, hooks_dir, installed_plugins
@@ -366,7 +367,7 @@ def _query_env(env: Mapping[str, str] | None) -> dict[str, str]:
     return qenv
 
 
-class NotStarted(ValueError):
+class NotStarted(KodeletError, ValueError):
     """The query never ran (busy file, no memory): worth asking again, not caching."""
 
 

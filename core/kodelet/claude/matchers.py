@@ -36,6 +36,8 @@ from typing import Any
 
 import attrs
 
+from ..errors import KodeletError
+
 _SIMPLE = re.compile(r"[A-Za-z0-9_|, -]+")
 _NAME_SEPARATORS = re.compile(r"[|,]")
 _GROUP_NAME = re.compile(r"<[A-Za-z_$][A-Za-z0-9_$]*>")
@@ -59,7 +61,7 @@ _WHY_ESCAPE = {
 }
 
 
-class MatcherError(ValueError):
+class MatcherError(KodeletError, ValueError):
     """A matcher that can never be read; the message names it."""
 
 

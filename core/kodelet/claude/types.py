@@ -23,6 +23,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 from cattrs.v import format_exception
 
+from ..errors import KodeletError
 from ..wire import converter as _kodelet_converter
 from .events import EVENTS, HookEvent
 
@@ -31,7 +32,7 @@ T = TypeVar("T")
 PermissionDecision = Literal["allow", "deny", "ask", "defer"]
 
 
-class HookDataError(ValueError):
+class HookDataError(KodeletError, ValueError):
     """An input or output did not match Claude Code's shape; the message names the field."""
 
 

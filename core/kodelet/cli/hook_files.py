@@ -29,14 +29,15 @@ import typer
 from .. import jsonio
 from ..adapters.claude_settings import SettingsFileError, read_settings_file
 from ..claude.installed import is_own
+from ..errors import KodeletError
 from .common import fail
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 """Events whose groups get ``"matcher": "*"``: every tool."""
 
 
-class SettingsError(Exception):
-    pass
+class SettingsError(KodeletError):
+    """A settings file kodelet will not edit; the message says why and what to do."""
 
 
 def lean_command(*args: str) -> str:

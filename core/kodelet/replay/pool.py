@@ -78,7 +78,7 @@ class RunOptions:
     only_acted: bool = False
 
 
-class Stopped(Exception):
+class _Stopped(Exception):
     """Raised between two events when the run is asked to stop."""
 
 
@@ -99,7 +99,7 @@ def play_source(
 ) -> corpus.Digest:
     """One session, loaded and replayed; a file that does not load is a digest with an error.
 
-    :class:`Stopped` propagates (the session did not finish).
+    :class:`_Stopped` propagates (the session did not finish).
     """
     try:
         recorded = load(source, options.fmt)
@@ -108,7 +108,7 @@ def play_source(
 
     def check(_: Step) -> None:
         if stop is not None and stop.is_set():
-            raise Stopped
+            raise _Stopped
 
     player = Player(
         runtime,
@@ -120,7 +120,7 @@ def play_source(
     )
     try:
         replay = player.play()
-    except Stopped:
+    except _Stopped:
         raise
     except Exception as exc:  # a recording the host code cannot take (bad tool output...)
         return corpus.failed(source.name, f"{source.name}: replay failed: {exc}")
@@ -165,7 +165,7 @@ def run_inline(
         for source in sources:
             try:
                 d = play_source(runtime, registry, source, options, stop)
-            except (KeyboardInterrupt, Stopped):
+            except (KeyboardInterrupt, _Stopped):
                 out.interrupted = True
                 break
             out.digests.append(d)
@@ -208,7 +208,7 @@ def _worker(
             index, source = task
             try:
                 d = play_source(runtime, registry, source, options, stop)
-            except Stopped:
+            except _Stopped:
                 break
             results.put(("done", index, d))
         if stop.is_set():
