@@ -116,7 +116,9 @@ __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 __version__ = "0.1.0"
-"""Written here alone: pyproject.toml reads it (``dynamic = ["version"]``)."""
+"""pyproject.toml reads it from here (``dynamic = ["version"]``); the warm kodelet's
+standard-library protocol, which its lean client loads without kodelet, keeps a copy
+that a test holds equal."""
 
 __all__ = [
     "ENTRY_POINT_GROUP",
