@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from ..errors import KodeletError
 from .verify import ALLOW, PROJECT_VARIABLES, Probe, Verdict
 
 __all__ = ["LIVE_AGENTS", "LiveError", "run_live"]
@@ -34,7 +35,7 @@ TIMEOUT = 300.0
 DESCRIPTION = "kodelet verify --live"
 
 
-class LiveError(RuntimeError):
+class LiveError(KodeletError, RuntimeError):
     """The live run could not be made or proves nothing; the message says why and what to do."""
 
 
