@@ -130,8 +130,9 @@ def test_an_agent_that_fails_open_is_shown_letting_the_call_through(tmp_path: Pa
     for agent in ("claude", "gemini", "codex", "qwen", "copilot"):
         assert kodelet(agent, "install", cwd=root).returncode == 0, agent
     proc = kodelet(
-        "verify", "--json", "--expect-block", "rm -rf build", cwd=root, path="/usr/bin:/bin"
-    )
+        "verify", "--json", "--expect-block", "rm -rf build", cwd=root, path="/usr/bin:/bin",
+        GEMINI_CLI_TRUST_WORKSPACE="true",
+    )  # fmt: skip
     assert proc.returncode == 1
     data = report(proc)
     assert {r["agent"] for r in data["agents"]} == {"claude", "gemini", "codex", "qwen", "copilot"}
@@ -153,7 +154,10 @@ def test_each_agent_reads_the_answer_in_its_own_form(tmp_path: Path) -> None:
     root = guarded(tmp_path / "p", BLOCKER)
     for agent in ("gemini", "codex", "copilot", "opencode"):
         assert kodelet(agent, "install", cwd=root).returncode == 0, agent
-    data = report(kodelet("verify", "--json", "--expect-block", "rm -rf build", cwd=root))
+    trusted = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    data = report(
+        kodelet("verify", "--json", "--expect-block", "rm -rf build", cwd=root, **trusted)
+    )
     assert data["ok"] is True, data
     for row in data["agents"]:
         got = {c["call"]: c for c in row["calls"]}
@@ -183,8 +187,9 @@ esac
     elsewhere = str(tmp_path / "other-session")
     for agent in ("claude", "gemini"):
         proc = kodelet(
-            "verify", "--agent", agent, cwd=root, SPY_LOG=str(log), CLAUDE_PROJECT_DIR=elsewhere
-        )
+            "verify", "--agent", agent, cwd=root, SPY_LOG=str(log), CLAUDE_PROJECT_DIR=elsewhere,
+            GEMINI_CLI_TRUST_WORKSPACE="true",
+        )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
     seen = set(log.read_text().splitlines())
     assert seen == {f"{root}|{root}|none", f"{root}|{root}|{root}"}, seen
@@ -315,3 +320,26 @@ def test_status_names_answers_the_agent_cannot_apply(tmp_path: Path) -> None:
     assert "redact: a rewritten tool output: Gemini CLI cannot replace a result" in gemini.stdout
     copilot = report(kodelet("copilot", "status", "--json", cwd=root))
     assert copilot["cannot_apply"] == []
+
+
+def test_gemini_does_not_read_the_project_file_in_a_folder_it_does_not_trust(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    root = guarded(tmp_path / "p", BLOCKER)
+    assert kodelet("gemini", "install", cwd=root).returncode == 0
+    proc = kodelet("verify", "--agent", "gemini", "--json", "--expect-block", "rm -rf x", cwd=root)
+    assert proc.returncode == 1
+    data = report(proc)
+    row = data["agents"][0]
+    assert "no kodelet entry runs" in row["problem"]
+    assert "Gemini CLI does not trust" in row["entries"][0]["why_not"]
+    assert calls(data, "gemini")["rm -rf x"]["outcome"] == "allowed"
+    trusted = isolated_home / ".gemini" / "trustedFolders.json"
+    trusted.parent.mkdir(parents=True, exist_ok=True)
+    trusted.write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+    proc = kodelet("verify", "--agent", "gemini", "--expect-block", "rm -rf x", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    trusted.write_text(json.dumps({str(root): "TRUST_FOLDER", str(root / "sub"): "DO_NOT_TRUST"}))
+    (root / "sub").mkdir()
+    below = kodelet("verify", "--agent", "gemini", "--expect-block", "rm -rf x", cwd=root / "sub")
+    assert below.returncode == 1

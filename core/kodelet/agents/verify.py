@@ -76,6 +76,42 @@ HOLDS_FROM_START_ONLY: frozenset[str] = frozenset({"claude", "gemini"})
 Code's ``.claude/settings.json``, Gemini CLI's ``.gemini/settings.json``): started in a
 subfolder, they never call a project-scope entry."""
 
+
+def gemini_trusts(folder: Path, env: Mapping[str, str]) -> bool:
+    """Whether Gemini CLI 0.61.0, started in ``folder``, trusts it and so reads the
+    project's ``.gemini/settings.json``, hooks included: as its ``checkPathTrust`` decides
+    from the environment, the user's ``security.folderTrust.enabled`` and the longest
+    matching rule of ``trustedFolders.json`` (no rule: not trusted)."""
+    if env.get("GEMINI_RESTRICTED_MODE") == "true":
+        return False
+    if env.get("GEMINI_CLI_TRUST_WORKSPACE") in ("true", "false"):
+        return env["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
+    home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home()) / ".gemini"
+    settings = _json_file(home / "settings.json")
+    security = settings.get("security") if isinstance(settings.get("security"), dict) else {}
+    trust = security.get("folderTrust") if isinstance(security, dict) else None
+    if isinstance(trust, dict) and trust.get("enabled") is False:
+        return True
+    rules_file = env.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or home / "trustedFolders.json"
+    where = os.path.realpath(folder)
+    best, level = -1, None
+    for rule, value in _json_file(Path(rules_file)).items():
+        root = os.path.dirname(rule) if value == "TRUST_PARENT" else rule
+        root = os.path.realpath(root)
+        inside = where == root or where.startswith(root.rstrip(os.sep) + os.sep)
+        if inside and len(rule) > best:
+            best, level = len(rule), value
+    return level in ("TRUST_FOLDER", "TRUST_PARENT")
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 DEFAULT_TIMEOUT: Mapping[str, float] = {"opencode": 120.0}
 """Agent -> seconds it waits for a hook when the entry names none (60 elsewhere)."""
 

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
 import typer
 
 from ..agents import DIALECTS
@@ -116,6 +117,7 @@ def find_entries(agent: str, base: Path) -> tuple[list[probing.Entry], list[str]
     dialect = DIALECTS[agent]
     event = probing.pre_tool_event(agent)
     for scope, path in _scopes(agent, base):
+        found_before = len(entries)
         if isinstance(dialect, GeneratesPlugin):
             command, problem = installed_command(path, dialect.marker)
             if command:
@@ -125,6 +127,15 @@ def find_entries(agent: str, base: Path) -> tuple[list[probing.Entry], list[str]
             entries += found
         if problem:
             problems.append(problem)
+        if agent == "gemini" and scope == "project" and not probing.gemini_trusts(base, os.environ):
+            why = (
+                f"Gemini CLI does not trust {base}, so it does not read this file there: trust"
+                " the folder in gemini (or GEMINI_CLI_TRUST_WORKSPACE=true), or `kodelet gemini"
+                " install --scope user`"
+            )
+            entries[found_before:] = [
+                attrs.evolve(e, runs=False, why_not=why) for e in entries[found_before:]
+            ]
     return entries, problems
 
 
