@@ -28,7 +28,7 @@ from kodelet.runtime import Runtime
 from kodelet.testing import write_hook
 from kodelet.wire import result_to_wire
 
-from tests.test_repos import no_traceback, run_kodelet
+from tests.kit.cli import no_traceback, run_kodelet
 
 PY = sys.executable
 

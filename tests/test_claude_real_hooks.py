@@ -25,7 +25,7 @@ import attrs
 import pytest
 from kodelet.claude import CommandHook, HookMatcher, Outcome, Runner, merge
 
-from tests.test_repos import no_traceback, run_kodelet
+from tests.kit.cli import no_traceback, run_kodelet
 
 
 @attrs.frozen

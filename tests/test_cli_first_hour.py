@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from kodelet.testing import write_hook
 
+from tests.kit.cli import no_traceback, run_kodelet
+from tests.kit.hooks import BLOCKING_HOOK
 from tests.test_cli_plugins import build_wheel, venv_seeing_this_interpreter
-from tests.test_repos import BLOCKING_HOOK, no_traceback, run_kodelet
 
 FAILING_CONFIGURE = """\
 from kodelet import hookimpl

@@ -12,13 +12,9 @@ from kodelet.config import ConfigError
 from kodelet.config_edit import set_key
 from kodelet.testing import write_hook
 
-from tests.test_repos import (
-    BLOCKING_HOOK,
-    make_git_repo,
-    no_traceback,
-    run_before_tool_call,
-    run_kodelet,
-)
+from tests.kit.cli import no_traceback, run_before_tool_call, run_kodelet
+from tests.kit.hooks import BLOCKING_HOOK
+from tests.kit.repos import make_git_repo
 
 ROW_KEYS = {"event", "name", "kind", "path", "order", "status", "reason"}
 

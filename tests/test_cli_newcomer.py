@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from kodelet.testing import write_hook
 
+from tests.kit.cli import run_kodelet
 from tests.test_cli_first_hour import install
-from tests.test_repos import run_kodelet
 
 LS = '{"tool_name": "bash", "tool_input": {"command": "ls"}}'
 

@@ -15,16 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_repos import (
-    BLOCKING_HOOK,
-    GIT_ENV,
-    git,
-    leftovers,
-    make_git_repo,
-    make_plugin_tree,
-    no_traceback,
-    run_kodelet,
-)
+from tests.kit.cli import no_traceback, run_kodelet
+from tests.kit.hooks import BLOCKING_HOOK
+from tests.kit.repos import GIT_ENV, git, leftovers, make_git_repo, make_plugin_tree
 
 LIST_KEYS = {
     "name",

@@ -20,7 +20,7 @@ from kodelet.payloads import BeforeToolCallPayload
 from kodelet.places import CACHE as CACHE_DIR
 from kodelet.testing import discovered, write_hook
 
-from tests.test_repos import run_before_tool_call, run_kodelet
+from tests.kit.cli import run_before_tool_call, run_kodelet
 
 OTHER_UID = 4242
 

@@ -19,7 +19,7 @@ from kodelet import repos
 from kodelet.testing import write_hook
 
 from tests.kit.processes import alive, kill_sessions, wait_for
-from tests.test_repos import GIT_ENV, leftovers, make_git_repo, make_plugin_tree
+from tests.kit.repos import GIT_ENV, leftovers, make_git_repo, make_plugin_tree
 
 
 def add(src_dir: Path, plugins: Path, **kw: object) -> repos.InstalledRepo:

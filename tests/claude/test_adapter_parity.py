@@ -17,7 +17,8 @@ from kodelet.payloads import AgentStopPayload, BeforeToolCallPayload, Message
 from kodelet.runtime import Runtime
 from kodelet.wire import payload_to_wire
 
-from tests.test_repos import git, run_before_tool_call, run_kodelet
+from tests.kit.cli import run_before_tool_call, run_kodelet
+from tests.kit.repos import git
 
 
 def settings(project: Path, hooks: dict[str, Any], name: str = "settings.json") -> Path:

@@ -10,7 +10,7 @@ import pytest
 from kodelet.agents.standins.messages import text, tool
 
 from tests.e2e.test_claude_code import Agent
-from tests.test_repos import make_claude_plugin
+from tests.kit.repos import make_claude_plugin
 
 
 def test_a_claude_plugin_that_imports_itself_by_name_guards_after_plugins_add(
