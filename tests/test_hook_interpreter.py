@@ -273,9 +273,16 @@ def test_only_hooks_importing_kodelet_change_interpreter(
     assert (seen / f"kit-{verb}").read_text() == sys.executable
 
 
-def lean_client(project: Path, env: dict[str, str], command: str) -> str | None:
-    """One Claude Code ``PreToolUse`` call through the lean client, as Claude Code makes
-    it: the permission decision's reason, or None when the call may go ahead."""
+def lean_client(
+    project: Path,
+    env: dict[str, str],
+    command: str,
+    python: str = sys.executable,
+    lean: str = CLIENT,
+) -> str | None:
+    """One Claude Code ``PreToolUse`` call through the lean client (``lean``, run by
+    ``python``), as Claude Code makes it: the permission decision's reason, or None when
+    the call may go ahead."""
     data = {
         "hook_event_name": "PreToolUse",
         "session_id": "s1",
@@ -287,7 +294,7 @@ def lean_client(project: Path, env: dict[str, str], command: str) -> str | None:
         "tool_use_id": "toolu_1",
     }
     done = subprocess.run(
-        [sys.executable, "-I", "-S", CLIENT, "claude", "hook"],
+        [python, "-I", "-S", lean, "claude", "hook"],
         input=json.dumps(data),
         capture_output=True,
         text=True,

@@ -1,7 +1,8 @@
 """kodelet installed from its wheel the three ways users install it (a plain venv,
 ``pipx install``, ``uv tool install``) runs the Python hooks the docs and ``kodelet
 hooks new`` show, with a ``python3`` on PATH that cannot import kodelet: the
-redaction masks the AWS key, the guard blocks the call.
+redaction masks the AWS key, the guard blocks the call, through ``kodelet hooks run``
+and through that install's lean client (the command agents run).
 
 Everything is built and installed in this run's temp dirs: the wheels (kodelet's and
 its dependencies', fetched once per run), pipx and uv (pinned, each in a throwaway
@@ -25,7 +26,9 @@ from tests.test_hook_interpreter import (
     docs_hooks,
     env_for,
     filled_template,
+    lean_client,
     path_without_kodelet,
+    protocol_guard,
 )
 
 pytestmark = pytest.mark.installs
@@ -148,3 +151,24 @@ def test_python_hooks_run_under_every_install(
     guards.update({"tpl-guard": "before_tool_call", "tpl-redact": "after_tool_call"})
     env = env_for(path_without_kodelet(tmp_path))
     assert_guarded([str(kodelet)], project, env, guards)
+    # The lean client of that install, as an agent runs it, answering in-process.
+    python = installed_python(kodelet)
+    lean = os.path.join(run([python, "-c", LEAN]).strip(), "hook.py")
+    assert lean.startswith(str(tmp_path)), lean
+    for name in list(guards):
+        (project / ".kodelet" / "hooks" / name).unlink()
+    (project / ".kodelet" / "hooks" / "protocol-guard").write_text(protocol_guard())
+    (project / ".kodelet" / "hooks" / "protocol-guard").chmod(0o755)
+    reason = lean_client(project, {**env, "KODELET_DAEMON": "0"}, "rm -rf /", python, lean)
+    assert reason == "refusing to delete everything"
+
+
+LEAN = "import os, kodelet.warm.client as c; print(os.path.dirname(c.__file__))"
+
+
+def installed_python(kodelet: Path) -> str:
+    """The Python of an install: beside its ``kodelet`` command in the install's venv
+    (pipx and uv link the command from there)."""
+    python = Path(os.path.realpath(kodelet)).parent / "python"
+    assert python.exists(), f"no python beside {os.path.realpath(kodelet)}"
+    return str(python)
