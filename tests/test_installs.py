@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_hook_interpreter import (
+from tests.kit.python_hooks import (
     GUARD_BODY,
     REDACT_BODY,
     assert_guarded,
