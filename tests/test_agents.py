@@ -206,7 +206,7 @@ def test_to_claude_and_back_keep_unknown_names() -> None:
     dialect = DIALECTS["qwen"]
     data = {"hook_event_name": "TodoCreated", "tool_name": "mcp__x__y", "tool_input": {"a": 1}}
     assert dialect.to_claude(data) == data
-    assert dialect.from_claude(None, 0, data) == ("", 0)
+    assert dialect.speak(None, 0, data) == ("", 0)
 
 
 def test_every_dialect_maps_the_blocking_events() -> None:

@@ -17,10 +17,12 @@ from .gemini import GEMINI
 from .opencode import OPENCODE
 from .qwen import QWEN
 
-__all__ = ["DIALECTS", "Dialect", "dialect"]
+__all__ = ["DEFAULT", "DIALECTS", "Dialect", "dialect"]
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (CLAUDE, CODEX, QWEN, GEMINI, COPILOT, OPENCODE)}
 """Agent name -> its dialect."""
+DEFAULT: Dialect = CLAUDE
+"""The dialect of ``kodelet claude hook`` without ``--agent``."""
 
 
 def dialect(name: str) -> Dialect:

@@ -19,8 +19,9 @@ from typing import Any
 import attrs
 
 from ..assembly import load_runtime
-from ..claude.mapping import claude_answer
 from ..runtime import Runtime
+from . import DEFAULT
+from .base import Answer
 from .bridge import EVENTS, failure_answer, read_call
 
 __all__ = ["Matcher", "hooks"]
@@ -69,10 +70,11 @@ def hooks(runtime: Runtime | None = None, *, timeout: float | None = None) -> di
             if call is None:
                 return {}
             dispatch = await runtime_for(str(call.project)).adispatch(call.payload)
-            return claude_answer(call.hook_input, dispatch.result) or {}
+            return DEFAULT.say(Answer.of(call.hook_input, dispatch.result), data)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
-            return failure_answer(data.get("hook_event_name"), problem)[0] or {}
+            failed = failure_answer(data.get("hook_event_name"), problem)[0]
+            return {} if failed is None else DEFAULT.say(failed, data)
 
     make = _matcher_class()
     return {name: [make(matcher=None, hooks=[callback], timeout=timeout)] for name in EVENTS}

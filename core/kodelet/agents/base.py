@@ -1,15 +1,16 @@
-"""An agent's hook dialect: the tables that turn its hook calls into Claude Code's.
+"""An agent's hook dialect, and the answer every dialect says in its own words.
 
 Codex, Qwen Code and the other agents kodelet runs inside all speak a dialect of
 Claude Code's command hooks: their own event names, tool names and input keys, and
 their own answer form. A :class:`Dialect` is that difference as data, plus the two
-small translators built on it, so the Claude bridge (:mod:`kodelet.agents.bridge`)
-serves every agent through its one translator to kodelet and back: the agent's input
-becomes a Claude hook input (:meth:`Dialect.to_claude`), and Claude's answer becomes
-the agent's (:meth:`Dialect.from_claude`). An agent whose wire differs in more than
-names subclasses :class:`Dialect` and overrides :meth:`~Dialect.to_claude` or
-:meth:`~Dialect.reply` (the answer document ``from_claude`` prints); nothing else in
-kodelet changes for a new agent.
+small translators built on it, so the bridge (:mod:`kodelet.agents.bridge`) serves
+every agent, Claude Code included, through one translator to kodelet and back: the
+agent's input becomes a Claude hook input (:meth:`Dialect.to_claude`), and kodelet's
+merged result, decoded once into an :class:`Answer` (blocked, ask, reason, new input,
+new output, added context), is said in the agent's form (:meth:`Dialect.say`). The
+default says it on Claude Code's wire, which most agents read; an agent whose wire
+differs subclasses :class:`Dialect` and overrides :meth:`~Dialect.to_claude` or
+:meth:`~Dialect.say`; nothing else in kodelet changes for a new agent.
 
 The tables map onto Claude Code's names, never onto kodelet's: the Claude tables in
 :mod:`kodelet.claude.mapping` take it from there (``Bash`` -> ``bash``), so a guard
@@ -34,16 +35,6 @@ Renames = tuple[tuple[str, str], ...]
 def printed(out: Mapping[str, Any], code: int) -> tuple[str, int]:
     """(stdout, exit code) of an answer document: nothing printed when it is empty."""
     return (json.dumps(out, ensure_ascii=False) + "\n" if out else ""), code
-
-
-def replaced_output(specific: Mapping[str, Any]) -> str | None:
-    """The tool result a PostToolUse answer's ``hookSpecificOutput`` puts in place of the
-    real one, as text for an agent that cannot replace it; None when it replaces none."""
-    for key in ("updatedToolOutput", "updatedMCPToolOutput"):
-        if key in specific:
-            new = specific[key]
-            return new if isinstance(new, str) else json.dumps(new, ensure_ascii=False)
-    return None
 
 
 @attrs.frozen(eq=False)
@@ -95,10 +86,26 @@ class Dialect:
     exit_1_blocks: bool = False
     """The agent blocks on any non-zero exit of the hook command: kodelet's non-blocking
     error (Claude's exit 1, the ``on_failure = "allow"`` opt-out) exits 0 instead."""
+    on_failure_key: bool = False
+    """The agent reads ``onFailure: "block"`` on a hook entry (Claude Code): install writes
+    it on the blocking events unless ``[claude] on_failure = "allow"``, and ``status``
+    says where it is."""
+    transports: tuple[str, ...] = ("command",)
+    """How the agent can reach kodelet: ``command`` (a process per call), and for Claude
+    Code ``http`` (it posts each call to the warm kodelet)."""
+    file_kind: str = ""
+    """What the agent's hook file is called in messages; empty: "<title> hooks"."""
+    status_notes: tuple[str, ...] = ()
+    """What ``kodelet NAME status`` says below the kodelet hooks it lists."""
     empty_prompt_typed: bool = False
     """An empty prompt is one the user sent (Claude Code); False: the agent fires its
     prompt event with an empty prompt on its own turns (Qwen Code's after a tool round),
     which is no user message."""
+
+    @property
+    def what(self) -> str:
+        """The agent's hook file, in messages: "Codex hooks"."""
+        return self.file_kind or f"{self.title} hooks"
 
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """The trust records (key -> hash) the agent needs before it runs kodelet's entries
@@ -143,13 +150,9 @@ class Dialect:
         pairs = self.keys.get(tool, ()) if isinstance(tool, str) else ()
         if not pairs or not isinstance(data, dict):
             return data
-        out = dict(data)
-        for agent_key, claude_key in pairs:
-            old, new = (agent_key, claude_key) if to_claude else (claude_key, agent_key)
-            if old in data:
-                out.pop(old)
-                out[new] = data[old]
-        return out
+        from ..claude.mapping import rename
+
+        return rename(data, pairs if to_claude else tuple((c, a) for a, c in pairs))
 
     # --- the two translators ------------------------------------------------
 
@@ -171,41 +174,172 @@ class Dialect:
             out["tool_name"] = self.claude_tool(tool)
         return out
 
-    def from_claude(
-        self, answer: Mapping[str, Any] | None, code: int, data: Mapping[str, Any]
-    ) -> tuple[str, int]:
-        """(stdout, exit code) for the agent: Claude Code's ``answer`` (and exit code) to
-        the agent's hook input ``data``, in the agent's form (:meth:`reply`)."""
+    def speak(self, answer: Answer | None, code: int, data: Mapping[str, Any]) -> tuple[str, int]:
+        """(stdout, exit code) for the agent: kodelet's ``answer`` to the agent's hook
+        input ``data`` (None: a non-blocking error, with ``code``), in the agent's form."""
         if answer is None:
             return "", 0 if code == 1 and self.exit_1_blocks else code
-        return printed(self.reply(answer, data), code)
+        return printed(self.say(answer, data), code)
 
-    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
-        """The agent's answer document for Claude Code's ``answer``. This default is for
-        agents that read Claude's answer: names go back to the agent's."""
-        out = dict(answer)
-        specific = out.get("hookSpecificOutput")
-        if isinstance(specific, dict):
-            specific = dict(specific)
-            if isinstance(specific.get("hookEventName"), str):
-                event = data.get("hook_event_name")
-                specific["hookEventName"] = (
-                    event if isinstance(event, str) else self.agent_event(specific["hookEventName"])
+    def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The agent's answer document. This default is Claude Code's wire, which Claude
+        Code, Codex, Qwen Code and Copilot CLI read, under the agent's names: a rewrite the
+        agent cannot run blocks and names the rewritten call."""
+        event = data.get("hook_event_name")
+        specific: dict[str, Any] = {
+            "hookEventName": event if isinstance(event, str) else self.agent_event(answer.event)
+        }
+        out: dict[str, Any] = {"systemMessage": answer.message} if answer.message else {}
+        if answer.event == PRE_TOOL:
+            new = answer.input
+            if new is not None:
+                new = self._input(data.get("tool_name"), new, to_claude=False)
+            ask, blocked, reason = answer.ask, answer.blocked, answer.reason
+            if new is not None and not self.rewrites and not blocked:
+                rewritten = json.dumps(new, ensure_ascii=False)
+                ask, blocked, new = False, True, None
+                reason = (
+                    f"kodelet hooks rewrote this call to {rewritten}; {self.title} cannot"
+                    " run a rewritten call, so this one is blocked: make the rewritten"
+                    " call instead"
                 )
-            if "updatedInput" in specific:
-                tool = data.get("tool_name")
-                specific["updatedInput"] = self._input(
-                    tool, specific["updatedInput"], to_claude=False
-                )
-                if not self.rewrites and specific.get("permissionDecision") != "deny":
-                    rewritten = json.dumps(specific.pop("updatedInput"), ensure_ascii=False)
-                    specific["permissionDecision"] = "deny"
-                    specific["permissionDecisionReason"] = (
-                        f"kodelet hooks rewrote this call to {rewritten}; {self.title} cannot"
-                        " run a rewritten call, so this one is blocked: make the rewritten"
-                        " call instead"
-                    )
-                elif self.rewrite_allows and "permissionDecision" not in specific:
+            if ask or blocked:
+                specific["permissionDecision"] = "ask" if ask else "deny"
+                specific["permissionDecisionReason"] = reason
+            if new is not None:
+                specific["updatedInput"] = new
+                if self.rewrite_allows and not (ask or blocked):
                     specific["permissionDecision"] = "allow"
+        elif answer.event == PROMPT and answer.blocked:
+            out = {"decision": "block", "reason": answer.reason}
+        elif answer.output is not None:
+            key = "updatedMCPToolOutput" if answer.output.mcp else "updatedToolOutput"
+            specific[key] = answer.output.value
+        elif answer.follow_up:
+            out = {"decision": "block", "reason": answer.follow_up}
+        if answer.context:
+            specific["additionalContext"] = answer.context
+        if len(specific) > 1:
             out["hookSpecificOutput"] = specific
         return out
+
+
+# --- the decoded answer ------------------------------------------------------
+
+BLOCKED = "blocked by a kodelet hook"
+ASKED = "a kodelet hook asks for approval"
+REWRITTEN = "kodelet hooks rewrote this tool result: "
+PRE_TOOL = "PreToolUse"
+PROMPT = "UserPromptSubmit"
+AFTER_TOOL = ("PostToolUse", "PostToolUseFailure")
+STOPS = ("Stop", "SubagentStop")
+
+
+@attrs.frozen
+class NewOutput:
+    """A tool result kodelet's hooks put in place of the real one."""
+
+    value: Any
+    mcp: bool = False
+    """The tool is an MCP server's (Claude Code takes its result under another key)."""
+
+    def text(self) -> str:
+        """The result as text, for an agent that can only show it."""
+        return (
+            self.value
+            if isinstance(self.value, str)
+            else json.dumps(self.value, ensure_ascii=False)
+        )
+
+
+@attrs.frozen
+class Answer:
+    """kodelet's answer to one call, decoded once from the merged result: what every
+    dialect says, each in its own words (:meth:`Dialect.say`). ``event`` is the call's
+    event by its Claude Code name (the name the dialect tables map onto); ``input`` the
+    rewritten tool input in that tool's keys as the tables name them."""
+
+    event: str
+    blocked: bool = False
+    """The call or prompt must not go ahead (``ask`` is False)."""
+    ask: bool = False
+    """Someone must approve the call first; without anyone to ask, it is blocked."""
+    reason: str = ""
+    """Why it is blocked or asked, for the model and the user."""
+    input: dict[str, Any] | None = None
+    """The tool call's new input; None: unchanged."""
+    output: NewOutput | None = None
+    """The tool's new result; None: unchanged."""
+    context: str = ""
+    """Added for the model beside the call, the result or the prompt."""
+    follow_up: str = ""
+    """A stop: what the agent is to go on with (once per stop)."""
+    message: str = ""
+    """Shown to the user: kodelet could not run this event's hooks."""
+
+    @classmethod
+    def of(cls, hook_input: Any, result: Any) -> Answer:
+        """The answer for kodelet's merged ``result`` to a Claude hook input. A rewrite
+        carries no ask or block; a rewritten tool output that does not say what the tool
+        returned is told to the model instead; a stop's context is dropped (it would start
+        another turn) and its follow-ups go once per stop (``stop_hook_active``)."""
+        from ..claude.mapping import to_claude_input
+
+        name = hook_input.event.value
+        context = _context(result)
+        if name == PRE_TOOL:
+            ask = bool(result.ask)
+            blocked = bool(result.blocked) and not ask
+            new = result.input if result.input is not None and not blocked else None
+            return cls(
+                name,
+                blocked=blocked,
+                ask=ask,
+                reason=(result.reason or (ASKED if ask else BLOCKED)) if ask or blocked else "",
+                input=None if new is None else to_claude_input(hook_input.tool_name, new),
+                context=context,
+            )
+        if name == PROMPT:
+            reason = (result.reason or BLOCKED) if result.blocked else ""
+            return cls(name, blocked=bool(result.blocked), reason=reason, context=context)
+        if name in AFTER_TOOL and result.output is not None:
+            output = _new_output(hook_input, result.output)
+            if output is None:
+                note = REWRITTEN + _wire_text(result.output)
+                context = f"{context}\n\n{note}" if context else note
+            return cls(name, output=output, context=context)
+        if name in STOPS:
+            messages = [m for m in (result.follow_up_messages or []) if m]
+            # One follow-up round per stop: stop_hook_active says the agent is already
+            # continuing because of a stop hook; going on again could loop forever.
+            again = getattr(hook_input, "stop_hook_active", False) is True
+            return cls(name, follow_up="" if again else "\n\n".join(messages))
+        return cls(name, context=context)
+
+
+def _context(result: Any) -> str:
+    extra = getattr(result, "additional_context", None) or ""
+    return extra if isinstance(extra, str) else "\n".join(extra)
+
+
+def _new_output(hook_input: Any, output: Any) -> NewOutput | None:
+    """The tool's result as a hook rewrote it; None when the rewrite does not say what
+    the tool returned (see :func:`kodelet.claude.mapping.to_kodelet_output`)."""
+    metadata = getattr(output, "metadata", None)
+    old = getattr(hook_input, "tool_response", None)
+    if hook_input.event.value != "PostToolUse" or not isinstance(metadata, dict):
+        return None
+    if "tool_response" not in metadata:
+        return None
+    new = metadata["tool_response"]
+    if isinstance(new, dict) and isinstance(old, dict):
+        # Claude Code checks a built-in tool's replacement against the tool's own
+        # output shape and silently keeps the original when keys are missing.
+        new = {**old, **new}
+    return NewOutput(new, mcp=hook_input.tool_name.startswith("mcp__"))
+
+
+def _wire_text(output: Any) -> str:
+    from ..wire import converter
+
+    return json.dumps(converter.unstructure(output), ensure_ascii=False)

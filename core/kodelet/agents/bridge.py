@@ -2,9 +2,11 @@
 
 Claude Code runs a command for each hook event with one JSON object on stdin and
 acts on the JSON the command prints. This module reads that input through the
-Claude dialect's translator (:func:`kodelet.claude.mapping.kodelet_payload`),
-dispatches the payload through the project's runtime and answers through the
-translator the other way (:func:`kodelet.claude.mapping.claude_answer`).
+agent's dialect (:meth:`kodelet.agents.base.Dialect.to_claude`, then
+:func:`kodelet.claude.mapping.kodelet_payload`), dispatches the payload through the
+project's runtime, decodes the merged result once (:class:`kodelet.agents.base.Answer`)
+and says it in the agent's words (:meth:`kodelet.agents.base.Dialect.speak`). Claude
+Code is the dialect without ``--agent``.
 
 It never fails open. When kodelet itself cannot answer (a config typo, a plugin
 that does not import, an input over kodelet's bounds), a tool call or prompt is
@@ -23,17 +25,16 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import attrs
 
 from ..claude.events import HookEvent
-from ..claude.mapping import EVENT_MAP, claude_answer, kodelet_payload, to_kodelet_event
+from ..claude.mapping import EVENT_MAP, kodelet_payload, to_kodelet_event
 from ..errors import KodeletError
 from ..events import Event
-
-if TYPE_CHECKING:
-    from .base import Dialect
+from . import DEFAULT
+from .base import PRE_TOOL, PROMPT, Answer, Dialect
 
 __all__ = [
     "EVENTS",
@@ -131,8 +132,9 @@ def run_hook(
     no_hooks: bool | None = None,
     env: Mapping[str, str] | None = None,
     runtimes: RuntimeSource | None = None,
-) -> dict[str, Any] | None:
-    """Dispatch one Claude hook input through its project's runtime; the answer or None."""
+) -> Answer | None:
+    """Dispatch one Claude hook input through its project's runtime; the answer, or None
+    when kodelet has no such event."""
     call = read_call(data, env)
     if call is None:
         return None
@@ -143,7 +145,7 @@ def run_hook(
         for rec in dispatch.trace:
             trace.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
         trace.flush()
-    return claude_answer(call.hook_input, dispatch.result)
+    return Answer.of(call.hook_input, dispatch.result)
 
 
 FIX = (
@@ -167,25 +169,18 @@ def on_failure(data: Mapping[str, Any] | None, env: Mapping[str, str] | None = N
         return "block"
 
 
-def failure_answer(
-    name: Any, problem: str, agent: str = "claude"
-) -> tuple[dict[str, Any] | None, int]:
-    """(stdout document, exit code) for a call kodelet could not answer: a block on the
-    events that can block, the problem shown to the user on the others."""
+def failure_answer(name: Any, problem: str, agent: str = "claude") -> tuple[Answer | None, int]:
+    """(answer, exit code) for a call kodelet could not answer: a block on the events
+    that can block, the problem shown to the user on the others."""
     fix = FIX.format(agent=agent)
-    if name == HookEvent.PRE_TOOL_USE.value:
+    if name == PRE_TOOL:
         reason = f"kodelet could not check this tool call, so it is blocked: {problem}; {fix}"
-        specific = {
-            "hookEventName": name,
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-        return {"hookSpecificOutput": specific}, 0
-    if name == HookEvent.USER_PROMPT_SUBMIT.value:
+        return Answer(name, blocked=True, reason=reason), 0
+    if name == PROMPT:
         reason = f"kodelet could not check this prompt, so it is blocked: {problem}; {fix}"
-        return {"decision": "block", "reason": reason}, 0
+        return Answer(name, blocked=True, reason=reason), 0
     if isinstance(name, str) and name:
-        return {"systemMessage": f"kodelet could not run its {name} hooks: {problem}"}, 0
+        return Answer(name, message=f"kodelet could not run its {name} hooks: {problem}"), 0
     return None, 2  # no event known: exit 2 blocks where Claude Code can, shows stderr elsewhere
 
 
@@ -220,13 +215,13 @@ class Options:
     trace_file: str | None = None
     no_hooks: bool | None = None
     help: bool = False
-    agent: Dialect | None = None
-    """The :class:`kodelet.agents.Dialect` of ``--agent NAME``; None: Claude Code."""
+    agent: Dialect = DEFAULT
+    """The :class:`kodelet.agents.Dialect` of ``--agent NAME``; Claude Code's without."""
 
 
 def parse_args(argv: Sequence[str]) -> Options:
     args = list(argv)
-    trace, trace_file, no_hooks, wants_help, agent = False, None, None, False, None
+    trace, trace_file, no_hooks, wants_help, agent = False, None, None, False, DEFAULT
     while args:
         arg = args.pop(0)
         if arg == "--trace":
@@ -280,7 +275,7 @@ def answer(
     when kodelet itself failed."""
     trace: IO[str] | None = None
     data: dict[str, Any] | None = None
-    agent: Dialect | None = None
+    agent = DEFAULT
     raw_input: dict[str, Any] = {}
     try:
         options = parse_args(argv)
@@ -291,33 +286,21 @@ def answer(
             trace = open(options.trace_file, "a", encoding="utf-8")  # noqa: SIM115
         elif options.trace:
             trace = stderr
-        data = read_input(raw)
-        if agent is not None:
-            raw_input, data = data, agent.to_claude(data)
+        raw_input = read_input(raw)
+        data = agent.to_claude(raw_input)
         out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)
     except Exception as exc:
         problem = _describe(exc)
         stderr.write(f"kodelet: error: {problem}\n")
         if on_failure(data, env) == "allow":
-            return _speak(agent, None, 1, raw_input)  # non-blocking: the opt-out
-        name = data.get("hook_event_name") if data is not None else None
-        if agent is not None:
-            name = agent.claude_event(name)
-        out, code = failure_answer(name, problem, agent.name if agent else "claude")
-        return _speak(agent, out, code, raw_input)
+            return agent.speak(None, 1, raw_input)  # non-blocking: the opt-out
+        name = agent.claude_event(data.get("hook_event_name")) if data is not None else None
+        failed, code = failure_answer(name, problem, agent.name)
+        return agent.speak(failed, code, raw_input)
     finally:
         if trace is not None and trace is not stderr:
             trace.close()
-    return _speak(agent, out, 0, raw_input)
-
-
-def _speak(
-    agent: Dialect | None, out: dict[str, Any] | None, code: int, data: dict[str, Any]
-) -> tuple[str, int]:
-    """(stdout, exit code) in the form of the agent that asked (Claude Code's by default)."""
-    if agent is not None:
-        return agent.from_claude(out, code, data)
-    return ("" if out is None else json.dumps(out, ensure_ascii=False) + "\n"), code
+    return agent.speak(out, 0, raw_input)
 
 
 def main(argv: Sequence[str] | None = None, raw: bytes | None = None) -> int:

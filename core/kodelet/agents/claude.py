@@ -29,5 +29,12 @@ CLAUDE = Dialect(
     # HookEvent lists the events kodelet answers first, in the order installs write them.
     events={e.value: e.value for e in HookEvent},
     fails_open=False,
+    on_failure_key=True,
+    transports=("command", "http"),
+    file_kind="Claude settings",
+    status_notes=(
+        "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
+        " shows them).",
+    ),
     empty_prompt_typed=True,
 )

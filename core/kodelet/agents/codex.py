@@ -20,7 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import Dialect, replaced_output
+import attrs
+
+from .base import REWRITTEN, Answer, Dialect
 
 
 class CodexDialect(Dialect):
@@ -28,24 +30,14 @@ class CodexDialect(Dialect):
     ``permissionDecision: "allow"``, a PreToolUse ``ask``, and any replaced tool
     output: each is said the way Codex takes it."""
 
-    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
-        specific = answer.get("hookSpecificOutput")
-        if not isinstance(specific, dict):
-            return super().reply(answer, data)
-        specific = dict(specific)
-        decision = specific.get("permissionDecision")
-        if decision == "ask":  # nobody to ask: kodelet's ask without an approver blocks
-            specific["permissionDecision"] = "deny"
-        replaced = replaced_output(specific)
-        if replaced is not None:
-            from ..claude.mapping import REWRITTEN
-
-            specific.pop("updatedToolOutput", None)
-            specific.pop("updatedMCPToolOutput", None)
-            note = REWRITTEN + replaced
-            context = specific.get("additionalContext")
-            specific["additionalContext"] = f"{context}\n\n{note}" if context else note
-        return super().reply({**answer, "hookSpecificOutput": specific}, data)
+    def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
+        if answer.ask:  # nobody to ask: kodelet's ask without an approver blocks
+            answer = attrs.evolve(answer, ask=False, blocked=True)
+        if answer.output is not None:  # told to the model instead
+            note = REWRITTEN + answer.output.text()
+            context = f"{answer.context}\n\n{note}" if answer.context else note
+            answer = attrs.evolve(answer, output=None, context=context)
+        return super().say(answer, data)
 
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """Codex 0.169.0 runs a hook of a ``hooks.json`` only when the user's

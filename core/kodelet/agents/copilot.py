@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect, replaced_output
+from .base import Answer, Dialect
 
 _FILE = (("path", "file_path"),)
 
@@ -35,19 +35,13 @@ class CopilotDialect(Dialect):
             out.setdefault("tool_response", result.get("text_result_for_llm"))
         return out
 
-    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
-        out = super().reply(answer, data)
-        specific = out.get("hookSpecificOutput")
-        if isinstance(specific, dict):
-            if specific.get("additionalContext"):
-                out["additionalContext"] = specific.pop("additionalContext")
-            replaced = replaced_output(specific)
-            if replaced is not None:
-                specific.pop("updatedToolOutput", None)
-                specific.pop("updatedMCPToolOutput", None)
-                out["modifiedResult"] = {"resultType": "success", "textResultForLlm": replaced}
-            if set(specific) <= {"hookEventName"}:
-                out.pop("hookSpecificOutput")
+    def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().say(attrs.evolve(answer, context="", output=None), data)
+        if answer.context:
+            out["additionalContext"] = answer.context
+        if answer.output is not None:
+            text = answer.output.text()
+            out["modifiedResult"] = {"resultType": "success", "textResultForLlm": text}
         return out
 
 

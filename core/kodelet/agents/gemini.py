@@ -19,10 +19,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect, replaced_output
-
-_SAME = ("continue", "stopReason", "suppressOutput", "systemMessage", "decision", "reason")
-_DECISIONS = {"deny": "deny", "ask": "ask", "allow": "allow"}
+from .base import PRE_TOOL, PROMPT, REWRITTEN, Answer, Dialect
 
 
 @attrs.frozen(eq=False)
@@ -47,28 +44,23 @@ class GeminiDialect(Dialect):
             out.setdefault("last_assistant_message", out["prompt_response"])
         return out
 
-    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
-        out = {k: answer[k] for k in _SAME if k in answer}
-        specific = answer.get("hookSpecificOutput")
+    def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {"systemMessage": answer.message} if answer.message else {}
+        if answer.event == PRE_TOOL and (answer.blocked or answer.ask):
+            out.update(decision="ask" if answer.ask else "deny", reason=answer.reason)
+        elif answer.event == PROMPT and answer.blocked:
+            out.update(decision="block", reason=answer.reason)
+        elif answer.follow_up:
+            out.update(decision="block", reason=answer.follow_up)
         extra: dict[str, Any] = {}
-        if isinstance(specific, dict):
-            decision = _DECISIONS.get(str(specific.get("permissionDecision")))
-            if decision is not None:
-                out["decision"] = decision
-                if specific.get("permissionDecisionReason"):
-                    out["reason"] = specific["permissionDecisionReason"]
-            if isinstance(specific.get("updatedInput"), dict):
-                tool = data.get("tool_name")
-                extra["tool_input"] = self._input(tool, specific["updatedInput"], to_claude=False)
-            context = [specific["additionalContext"]] if specific.get("additionalContext") else []
-            replaced = replaced_output(specific)
-            if replaced is not None:
-                # Gemini CLI cannot replace a tool's result; the model is told instead.
-                from ..claude.mapping import REWRITTEN
-
-                context.append(REWRITTEN + replaced)
-            if context:
-                extra["additionalContext"] = "\n\n".join(context)
+        if answer.input is not None:
+            extra["tool_input"] = self._input(data.get("tool_name"), answer.input, to_claude=False)
+        context = [answer.context] if answer.context else []
+        if answer.output is not None:
+            # Gemini CLI cannot replace a tool's result; the model is told instead.
+            context.append(REWRITTEN + answer.output.text())
+        if context:
+            extra["additionalContext"] = "\n\n".join(context)
         if extra:
             event = data.get("hook_event_name")
             out["hookSpecificOutput"] = {"hookEventName": event, **extra} if event else extra

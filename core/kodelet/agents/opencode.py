@@ -8,7 +8,7 @@ may change the result; ``chat.message`` sees the user's prompt (a throw stops it
 ``event`` reports ``session.idle`` when a turn ends. ``kodelet opencode install`` writes
 the plugin of :func:`plugin_source`: each of those four calls goes as one JSON object to
 the warm kodelet's lean client (``kodelet claude hook --agent opencode``), which answers
-in the small form of :meth:`OpencodeDialect.reply`. The plugin fails closed: when
+in the small form of :meth:`OpencodeDialect.say`. The plugin fails closed: when
 the command cannot be run, exits non-zero, times out or prints something that is not
 that answer, the tool call or prompt is refused with the reason.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect, replaced_output
+from .base import Answer, Dialect
 
 MARKER = "// kodelet-managed plugin"
 """The first line of the generated file: what ``kodelet opencode uninstall`` removes."""
@@ -41,26 +41,21 @@ class OpencodeDialect(Dialect):
     def plugin_source(self, command: str) -> str:
         return plugin_source(command)
 
-    def reply(self, answer: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        specific = answer.get("hookSpecificOutput")
-        specific = specific if isinstance(specific, dict) else {}
-        if specific.get("permissionDecision") in ("deny", "ask"):
+        if answer.blocked or answer.ask:
             # No one answers an ask inside a plugin: like a headless Claude Code, refuse.
-            out["block"] = specific.get("permissionDecisionReason") or "blocked by kodelet"
-        if answer.get("decision") == "block":
-            stop = self.claude_event(data.get("hook_event_name")) == "Stop"
-            out["followUp" if stop else "block"] = answer.get("reason") or "blocked by kodelet"
-        if isinstance(specific.get("updatedInput"), dict):
-            tool = data.get("tool_name")
-            out["args"] = self._input(tool, specific["updatedInput"], to_claude=False)
-        replaced = replaced_output(specific)
-        if replaced is not None:
-            out["output"] = replaced
-        if specific.get("additionalContext"):
-            out["context"] = specific["additionalContext"]
-        if answer.get("systemMessage"):
-            out["message"] = answer["systemMessage"]
+            out["block"] = answer.reason or "blocked by kodelet"
+        if answer.follow_up:
+            out["followUp"] = answer.follow_up
+        if answer.input is not None:
+            out["args"] = self._input(data.get("tool_name"), answer.input, to_claude=False)
+        if answer.output is not None:
+            out["output"] = answer.output.text()
+        if answer.context:
+            out["context"] = answer.context
+        if answer.message:
+            out["message"] = answer.message
         return out
 
 

@@ -1,7 +1,7 @@
 """The one table between Claude Code's hook world and kodelet's, read in both directions.
 
 Events, tool names, tool input keys and payload fields: the Claude Code adapter,
-the bridges and the transcript importer all translate through here, so a name
+the bridge and the transcript importer all translate through here, so a name
 is never mapped one way in one place and another way elsewhere. Anything the
 table does not know (an MCP tool, a new input key) passes through unchanged.
 
@@ -121,7 +121,7 @@ TOOL_NAMES: dict[str, str] = {m.claude: m.kodelet for m in TOOLS}
 """Claude tool name -> kodelet tool name."""
 
 
-def _rename(data: dict[str, Any], pairs: Renames) -> dict[str, Any]:
+def rename(data: dict[str, Any], pairs: Renames) -> dict[str, Any]:
     """Rename keys; a renamed key's value wins over a stray key already holding the new
     name, because the renamed one is what the tool will actually read."""
     out = dict(data)
@@ -134,14 +134,14 @@ def _rename(data: dict[str, Any], pairs: Renames) -> dict[str, Any]:
 
 def _translate(m: ToolMapping, tool_input: dict[str, Any], to_kodelet: bool) -> dict[str, Any]:
     pairs = m.keys if to_kodelet else tuple((b, a) for a, b in m.keys)
-    out = _rename(tool_input, pairs)
+    out = rename(tool_input, pairs)
     if m.item_keys is not None:
         key, item_pairs = m.item_keys
         if not to_kodelet:
             item_pairs = tuple((b, a) for a, b in item_pairs)
         items = out.get(key)
         if isinstance(items, list):
-            out[key] = [_rename(i, item_pairs) if isinstance(i, dict) else i for i in items]
+            out[key] = [rename(i, item_pairs) if isinstance(i, dict) else i for i in items]
     for key, factor in m.scale:
         value = out.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -347,90 +347,3 @@ def to_kodelet_result(
     if context:
         out["additional_context"] = context
     return out or None
-
-
-# --- kodelet results as Claude Code's answers --------------------------------
-
-BLOCKED = "blocked by a kodelet hook"
-ASKED = "a kodelet hook asks for approval"
-REWRITTEN = "kodelet hooks rewrote this tool result: "
-
-
-def _context(result: Any) -> str:
-    extra = getattr(result, "additional_context", None) or ""
-    return extra if isinstance(extra, str) else "\n".join(extra)
-
-
-def _updated_output(hook_input: PostToolUseInput, output: Any) -> tuple[str, Any] | None:
-    """(the answer's key, value) that replaces the tool's result with a hook's rewrite;
-    None when the rewrite does not say what the tool returned (see _tool_output)."""
-    metadata = getattr(output, "metadata", None)
-    if not isinstance(metadata, dict) or "tool_response" not in metadata:
-        return None
-    new = metadata["tool_response"]
-    old = hook_input.tool_response
-    if isinstance(new, dict) and isinstance(old, dict):
-        # Claude Code checks a built-in tool's replacement against the tool's own
-        # output shape and silently keeps the original when keys are missing.
-        new = {**old, **new}
-    mcp = hook_input.tool_name.startswith("mcp__")
-    return ("updatedMCPToolOutput" if mcp else "updatedToolOutput"), new
-
-
-def claude_answer(hook_input: HookInput, result: Any) -> dict[str, Any] | None:
-    """Claude Code's hook output for kodelet's merged ``result``; None is "no action".
-
-    The one translator from kodelet to Claude Code (bridge and Agent SDK). What each
-    field does in the pinned Claude Code is in docs/CLAUDE.md: a rewrite carries no
-    permission decision (Claude Code still asks its own rules), an ``ask`` is Claude
-    Code's ``ask`` (the user decides), a rewritten tool
-    output replaces the result, and a stop's context is dropped (Claude Code would
-    start another turn for it); only follow-ups continue, once per stop."""
-    from .types import PostToolUseInput, PreToolUseInput
-
-    name = hook_input.event.value
-    context = _context(result)
-    specific: dict[str, Any] = {"hookEventName": name}
-    out: dict[str, Any] = {}
-    if isinstance(hook_input, PreToolUseInput):
-        if result.ask:  # Claude Code asks the user (and, with no one to ask, denies)
-            specific["permissionDecision"] = "ask"
-            specific["permissionDecisionReason"] = result.reason or ASKED
-        elif result.blocked:
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = result.reason or BLOCKED
-        if result.input is not None and (result.ask or not result.blocked):
-            specific["updatedInput"] = to_claude_input(hook_input.tool_name, result.input)
-    elif name == HookEvent.USER_PROMPT_SUBMIT.value:
-        if result.blocked:
-            out = {"decision": "block", "reason": result.reason or BLOCKED}
-    elif name in (HookEvent.POST_TOOL_USE.value, HookEvent.POST_TOOL_USE_FAILURE.value):
-        if result.output is not None:
-            updated = (
-                _updated_output(hook_input, result.output)
-                if isinstance(hook_input, PostToolUseInput)
-                else None
-            )
-            if updated is not None:
-                specific[updated[0]] = updated[1]
-            else:
-                rewritten = REWRITTEN + _wire_text(result.output)
-                context = f"{context}\n\n{rewritten}" if context else rewritten
-    elif name in (HookEvent.STOP.value, HookEvent.SUBAGENT_STOP.value):
-        context = ""
-        messages = [m for m in (result.follow_up_messages or []) if m]
-        # One follow-up round per stop: stop_hook_active says Claude Code is already
-        # continuing because of a Stop hook; blocking again could loop forever.
-        if messages and getattr(hook_input, "stop_hook_active", False) is not True:
-            out = {"decision": "block", "reason": "\n\n".join(messages)}
-    if context:
-        specific["additionalContext"] = context
-    if len(specific) > 1:
-        out["hookSpecificOutput"] = specific
-    return out or None
-
-
-def _wire_text(output: Any) -> str:
-    import json
-
-    return json.dumps(_wire.unstructure(output), ensure_ascii=False)

@@ -1,26 +1,32 @@
-"""``kodelet agents`` and ``kodelet AGENT install|uninstall|status`` for Codex, Qwen Code, ...
+"""``kodelet agents`` and ``kodelet AGENT install|uninstall|status`` for every agent.
 
-Each agent in :data:`kodelet.agents.DIALECTS` gets the contract ``kodelet claude
-install`` has (:mod:`.hook_files`): project and user scope, ``--dry-run`` diff,
-idempotent, atomic, only kodelet's entries touched, never through a link. The entries
-run ``kodelet claude hook --agent NAME``, the Claude bridge reading the agent's dialect.
+Each agent in :data:`kodelet.agents.DIALECTS`, Claude Code included, gets the same
+three commands from :func:`agent_app`, driven by its dialect (its scopes and files, the
+events it answers, what its entries say): the contract of :mod:`.hook_files` (project
+and user scope, ``--dry-run`` diff, idempotent, atomic, only kodelet's entries touched,
+never through a link) and one ``status``. The entries run ``kodelet claude hook``, the
+bridge, with ``--agent NAME`` for every agent but the bridge's default, Claude Code.
+What is Claude Code's alone (``hook``, ``run``, ``install --transport http``) is in
+:mod:`.claude_cmd`.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from ..agents import DIALECTS, Dialect
-from ..claude.installed import PROJECT_COMMAND, own_hooks
+from ..agents import DEFAULT, DIALECTS, Dialect
+from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
+from ..config import ConfigError, load_config
+from ..places import Places
 from . import hook_trust
-from .claude_cmd import bridged_hooks, failure_lines, hook_lines
-from .common import fail, print_json, printable, state
+from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 from .hook_files import (
     SettingsError,
     begin_change,
@@ -34,58 +40,104 @@ from .hook_files import (
 )
 from .plugin_files import GeneratesPlugin, change_plugin, plugin_state
 
-
-class Scope(StrEnum):
-    project = "project"
-    user = "user"
+Http = tuple[str, str]
+"""(url, authorization) of the warm kodelet over HTTP (Claude Code's ``--transport http``)."""
 
 
-def hook_command(dialect: Dialect, scope: Scope) -> str:
-    """As for Claude Code: ``kodelet`` on each teammate's PATH in a shared project file,
-    this interpreter's lean client by absolute path in the user's own file."""
-    if scope is Scope.project:
-        return f"{PROJECT_COMMAND} --agent {dialect.name}"
-    return lean_command("claude", "hook", "--agent", dialect.name)
+def hook_command(dialect: Dialect, scope: str) -> str:
+    """What the agent's file of ``scope`` runs. The project file is shared with the team,
+    so it names ``kodelet`` as found on each teammate's PATH; the others are this
+    machine's, so they run this interpreter's lean client of the warm kodelet directly
+    (no site, no kodelet import: docs/HOSTS.md)."""
+    agent = () if dialect is DEFAULT else ("--agent", dialect.name)
+    if scope == "project":
+        return " ".join((PROJECT_COMMAND, *agent))
+    return lean_command("claude", "hook", *agent)
 
 
-def config_path(dialect: Dialect, scope: Scope, cwd: Path) -> Path:
-    return dialect.config_path(scope.value, cwd, os.environ)
+def config_path(dialect: Dialect, scope: str, cwd: Path) -> Path:
+    return dialect.config_path(scope, cwd, os.environ)
 
 
-def scope_state(dialect: Dialect, scope: Scope, cwd: Path) -> dict[str, Any]:
+def entries(
+    dialect: Dialect, command: str, on_failure: str = "block", http: Http | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """kodelet's (event, entry) pairs for the agent: ``command`` per event, or with
+    ``http`` HTTP entries plus a SessionStart command that keeps the warm kodelet up
+    (``command`` with ``ensure`` for ``hook``). ``onFailure`` only where the agent reads
+    it."""
+    failure = on_failure if dialect.on_failure_key else "allow"
+    ours = [(e, own_hook(e, command, on_failure=failure, http=http)) for e in dialect.hook_events()]
+    if http is not None:
+        ensure = command.rsplit(" hook", 1)[0] + " ensure"
+        ours.insert(0, ("SessionStart", {"type": "command", "command": ensure}))
+    return ours
+
+
+def configured_on_failure(cwd: Path) -> str:
+    try:
+        return load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
+    except ConfigError as exc:
+        fail(str(exc), 2)
+
+
+def _installed(dialect: Dialect, data: dict[str, Any]) -> dict[str, Any]:
+    """What kodelet's entries in one hook file say: events, transport, commands, onFailure."""
+    ours = list(own_hooks(data))
+    http = [h for _, h in ours if h.get("type") == "http"]
+    return {
+        "events": [event for event, _ in ours],
+        "transport": ("http" if http else "command") if ours else None,
+        "urls": sorted({h["url"] for h in http}),
+        "commands": sorted({h["command"] for _, h in ours if "command" in h}),
+        "blocks_on_failure": sorted({e for e, h in ours if h.get("onFailure") == "block"}),
+    }
+
+
+def scope_state(dialect: Dialect, scope: str, cwd: Path) -> dict[str, Any]:
     """Where kodelet's entries are in one of the agent's files, and what they run."""
     path = config_path(dialect, scope, cwd)
-    entry: dict[str, Any] = {"scope": scope.value, "path": str(path), "error": None}
+    entry: dict[str, Any] = {"scope": scope, "path": str(path), "error": None}
     if isinstance(dialect, GeneratesPlugin):
-        return plugin_state(dialect, path, entry)
+        entry = plugin_state(dialect, path, entry)
+        entry.update(transport="command" if entry["commands"] else None, urls=[])
+        entry.update(blocks_on_failure=[], untrusted=[])
+        return entry
     try:
-        _, data = read_settings(path, f"{dialect.title} hooks", dialect.settings_keys)
+        _, data = read_settings(path, dialect.what, dialect.settings_keys)
     except SettingsError as exc:
         data, entry["error"] = {}, str(exc)
-    ours = list(own_hooks(data))
-    entry["events"] = [event for event, _ in ours]
-    entry["commands"] = sorted({h["command"] for _, h in ours if "command" in h})
+    entry.update(_installed(dialect, data))
+    blocked = "" if dialect.fails_open else ": calls are blocked"
     entry["command_problems"] = [
-        f"{c}: {why}" for c in entry["commands"] if (why := command_problem(c))
+        f"{c}: {why}{blocked}" for c in entry["commands"] if (why := command_problem(c))
     ]
     untrusted = hook_trust.untrusted(dialect, path, data)
     entry["untrusted"] = untrusted or []
     if untrusted:
         entry["command_problems"].append(
             f"{len(untrusted)} of kodelet's entries are not trusted by {dialect.title}, which"
-            f" will not run them: `kodelet {dialect.name} install --scope {scope.value}`"
+            f" will not run them: `kodelet {dialect.name} install --scope {scope}`"
             " records the trust"
         )
     return entry
 
 
-def _change(
-    ctx: typer.Context, dialect: Dialect, scope: Scope, dry_run: bool, install: bool
+def change(
+    ctx: typer.Context,
+    dialect: Dialect,
+    scope: str,
+    dry_run: bool,
+    install: bool,
+    http: Callable[[], Http] | None = None,
 ) -> None:
-    path = config_path(dialect, scope, state(ctx).cwd)
+    """``kodelet NAME install|uninstall``: kodelet's entries into or out of the agent's
+    file of ``scope``; ``http`` gives the warm kodelet's address for HTTP entries."""
+    cwd = state(ctx).cwd
+    path = config_path(dialect, scope, cwd)
     if isinstance(dialect, GeneratesPlugin):
         home = Path(os.environ.get("HOME") or Path.home())
-        stop = state(ctx).cwd if scope is Scope.project else home / ".config"
+        stop = cwd if scope == "project" else home / ".config"
         try:
             command = hook_command(dialect, scope)
             typer.echo(change_plugin(dialect, path, command, stop, dry_run, install))
@@ -95,16 +147,19 @@ def _change(
             typer.echo(f"note: {note}")
         return
     keys = dialect.settings_keys
-    opened = begin_change(ctx, path, install, f"{dialect.title} hooks", keys)
+    opened = begin_change(ctx, path, install, dialect.what, keys)
     if opened is None:
         return
     old, data = opened
     try:
         if install:
-            command = hook_command(dialect, scope)
-            ours = [(e, {"type": "command", "command": command}) for e in dialect.hook_events()]
+            address = http() if http is not None else None
+            on_failure = configured_on_failure(cwd) if dialect.on_failure_key else "allow"
+            ours = entries(dialect, hook_command(dialect, scope), on_failure, address)
             new = with_ours(data, ours)
             typer.echo(write_settings(path, old, data, new, dry_run))
+            if address is not None and not dry_run:
+                path.chmod(0o600)  # it holds the warm kodelet's secret
         else:
             new = without_ours(data)
             typer.echo(write_without_ours(path, old or "", data, dry_run, keys))
@@ -119,8 +174,55 @@ def _change(
 
         for note in dialect.notes:
             typer.echo(f"note: {note}")
-        if held := start_folder_note(dialect.name, scope.value, state(ctx).cwd):
+        if held := start_folder_note(dialect.name, scope, cwd):
             typer.echo(f"note: {held}")
+
+
+def bridged_hooks(ctx: typer.Context) -> tuple[str, str | None, list[dict[str, Any]]]:
+    """(``[claude] on_failure``, the config error if any, the kodelet hooks the bridge
+    runs): what every agent's ``status`` shows of the project."""
+    from ..agents.bridge import EVENTS
+    from ..listing import hook_rows
+
+    cwd = state(ctx).cwd
+    config_error = None
+    try:
+        on_failure = load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
+    except ConfigError as exc:
+        on_failure, config_error = "block", str(exc)
+    wanted = {event.value for event, _ in EVENTS.values()}
+    rows: list[dict[str, Any]] = []
+    if config_error is None:
+        with listing_quietly():
+            # The agent runs its own settings files' hooks itself; kodelet runs these.
+            rt = make_runtime(ctx, claude="plugins")
+            try:
+                rows = [
+                    r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"
+                ]
+            finally:
+                rt.close()
+    return on_failure, config_error, rows
+
+
+def failure_lines(on_failure: str, config_error: str | None) -> list[str]:
+    """What ``status`` says happens when kodelet itself fails."""
+    if on_failure == "allow":
+        lines = [
+            'on_failure: allow ([claude] on_failure = "allow": when kodelet fails,'
+            " calls go through)"
+        ]
+    else:
+        lines = ["on_failure: block (when kodelet fails, tool calls and prompts are blocked)"]
+    if config_error:
+        lines.append(f"config error (every tool call is blocked until fixed): {config_error}")
+    return lines
+
+
+def hook_lines(agent: str, rows: list[dict[str, Any]]) -> list[str]:
+    """The kodelet hooks that run inside ``agent``, in order, as ``status`` lists them."""
+    head = f"kodelet hooks that run inside {agent}:" + ("" if rows else " (none)")
+    return [head, *(f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows)]
 
 
 def failing_open(dialect: Dialect) -> str:
@@ -130,125 +232,136 @@ def failing_open(dialect: Dialect) -> str:
     )
 
 
-def agent_app(dialect: Dialect) -> typer.Typer:
-    """``kodelet NAME install|uninstall|status`` for one agent."""
+def scope_lines(dialect: Dialect, s: dict[str, Any]) -> list[str]:
+    """One scope of ``status``: where, which events, and what kodelet's entries say."""
+    where = ", ".join(s["events"]) if s["events"] else "not installed"
+    lines = [f"{s['scope']:8} {s['path']}: {s['error'] or where}"]
+    if s["events"]:
+        if len(dialect.transports) > 1:
+            lines.append(f"{'':8}   transport: {s['transport']}")
+        if s["urls"]:
+            lines.append(f"{'':8}   url: {'; '.join(s['urls'])}")
+        lines.append(f"{'':8}   command: {'; '.join(s['commands'])}")
+        if dialect.on_failure_key:
+            guarded = ", ".join(s["blocks_on_failure"]) or "none"
+            lines.append(f"{'':8}   blocks when kodelet cannot run: {guarded}")
+    return lines + [f"{'':8}   problem: {p}" for p in s["command_problems"]]
+
+
+def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
+    """``kodelet NAME status``."""
+    cwd = state(ctx).cwd
+    scopes = [scope_state(dialect, s, cwd) for s in dialect.config]
+    on_failure, config_error, rows = bridged_hooks(ctx)
+    fails_open = failing_open(dialect) if dialect.fails_open else None
+    from .verify_cmd import (
+        cannot_apply,
+        cannot_apply_lines,
+        hooks_not_running,
+        not_held_here,
+        not_running_lines,
+    )
+
+    here_problem = not_held_here(ctx, dialect.name)
+    not_running = hooks_not_running(ctx)
+    unheld = here_problem or any(r["blocking"] for r in not_running)
+    limits = cannot_apply(dialect.name, rows)
+    if as_json:
+        print_json(
+            {
+                "agent": dialect.name,
+                "project": str(cwd),
+                "binary": shutil.which(dialect.binary),
+                "scopes": scopes,
+                "on_failure": on_failure,
+                "config_error": config_error,
+                "fails_open": fails_open,
+                "notes": list(dialect.notes),
+                "hooks": rows,
+                "not_held_here": here_problem,
+                "not_running": not_running,
+                "cannot_apply": limits,
+            }
+        )
+        if unheld:
+            raise typer.Exit(1)
+        return
+    lines = [
+        f"project: {cwd}",
+        f"{dialect.binary}: {shutil.which(dialect.binary) or 'not on PATH'}",
+    ]
+    for s in scopes:
+        lines += scope_lines(dialect, s)
+    lines += ["", *failure_lines(on_failure, config_error)]
+    if fails_open:
+        lines.append(f"fails open: {fails_open}")
+    lines += [f"note: {n}" for n in dialect.notes]
+    lines += ["", *hook_lines(dialect.title, rows), *dialect.status_notes]
+    lines += not_running_lines(not_running)
+    lines += cannot_apply_lines(dialect.title, limits)
+    if here_problem:
+        lines += ["", f"NOT HELD here: {here_problem}"]
+    typer.echo("\n".join(printable(line) for line in lines))
+    if unheld:
+        raise typer.Exit(1)
+
+
+def scope_option(dialect: Dialect) -> tuple[type[StrEnum], Any]:
+    """(the agent's scopes as an enum, ``--scope`` taking them, ``project`` by default)."""
+    scope = StrEnum(f"{dialect.name.title()}Scope", [(s, s) for s in dialect.config])  # type: ignore[misc]
+    help = "; ".join(f"{s}: {w}" for s, w in dialect.config.items()) + "."
+    return scope, typer.Option(scope("project"), "--scope", help=help)
+
+
+DRY_RUN = typer.Option(False, "--dry-run", help="Print the diff; write nothing.")
+
+
+def agent_app(dialect: Dialect, install: Callable[..., None] | None = None) -> typer.Typer:
+    """``kodelet NAME install|uninstall|status`` for one agent; ``install`` replaces the
+    plain install command (Claude Code's takes ``--transport``)."""
     title = dialect.title
-    scope_help = "; ".join(f"{s}: {w}" for s, w in dialect.config.items()) + "."
     app = typer.Typer(
         help=f"Run kodelet's hooks inside {title}: install, uninstall, status.",
         no_args_is_help=True,
     )
+    scope_type, scope = scope_option(dialect)
 
-    scope_option = typer.Option(Scope.project, "--scope", help=scope_help)
-    dry_run_option = typer.Option(False, "--dry-run", help="Print the diff; write nothing.")
+    def plain_install(ctx: typer.Context, scope: Any = scope, dry_run: bool = DRY_RUN) -> None:
+        change(ctx, dialect, str(scope), dry_run, install=True)
 
-    @app.command("install", help=f"Make {title} call kodelet for tool calls, prompts and stops.")
-    def install(
-        ctx: typer.Context, scope: Scope = scope_option, dry_run: bool = dry_run_option
-    ) -> None:
-        _change(ctx, dialect, scope, dry_run, install=True)
+    def uninstall(ctx: typer.Context, scope: Any = scope, dry_run: bool = DRY_RUN) -> None:
+        change(ctx, dialect, str(scope), dry_run, install=False)
 
-    @app.command(
+    for command in (plain_install, uninstall):
+        command.__annotations__["scope"] = scope_type  # typer reads the choices from it
+    plain = f"Make {title} call kodelet for tool calls, prompts and stops."
+    if install is None:
+        app.command("install", help=plain)(plain_install)
+    else:
+        app.command("install")(install)
+    app.command(
         "uninstall", help=f"Remove kodelet's entries from {title}'s hooks; the rest stays."
-    )
-    def uninstall(
-        ctx: typer.Context, scope: Scope = scope_option, dry_run: bool = dry_run_option
-    ) -> None:
-        _change(ctx, dialect, scope, dry_run, install=False)
+    )(uninstall)
 
     @app.command(
         "status",
         help=f"Where kodelet is installed in {title}, what happens when it fails, and which"
         f" kodelet hooks run inside {title}.",
     )
-    def status(
+    def status_command(
         ctx: typer.Context,
         as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
     ) -> None:
-        cwd = state(ctx).cwd
-        scopes = [scope_state(dialect, s, cwd) for s in Scope]
-        on_failure, config_error, rows = bridged_hooks(ctx)
-        fails_open = failing_open(dialect) if dialect.fails_open else None
-        from .verify_cmd import (
-            cannot_apply,
-            cannot_apply_lines,
-            hooks_not_running,
-            not_held_here,
-            not_running_lines,
-        )
-
-        here_problem = not_held_here(ctx, dialect.name)
-        not_running = hooks_not_running(ctx)
-        unheld = here_problem or any(r["blocking"] for r in not_running)
-        limits = cannot_apply(dialect.name, rows)
-        if as_json:
-            print_json(
-                {
-                    "agent": dialect.name,
-                    "project": str(cwd),
-                    "binary": shutil.which(dialect.binary),
-                    "scopes": scopes,
-                    "on_failure": on_failure,
-                    "config_error": config_error,
-                    "fails_open": fails_open,
-                    "notes": list(dialect.notes),
-                    "hooks": rows,
-                    "not_held_here": here_problem,
-                    "not_running": not_running,
-                    "cannot_apply": limits,
-                }
-            )
-            if unheld:
-                raise typer.Exit(1)
-            return
-        lines = [
-            f"project: {cwd}",
-            f"{dialect.binary}: {shutil.which(dialect.binary) or 'not on PATH'}",
-        ]
-        for s in scopes:
-            where = ", ".join(s["events"]) if s["events"] else "not installed"
-            lines.append(f"{s['scope']:8} {s['path']}: {s['error'] or where}")
-            if s["events"]:
-                lines.append(f"{'':8}   command: {'; '.join(s['commands'])}")
-            lines += [f"{'':8}   problem: {p}" for p in s["command_problems"]]
-        lines += ["", *failure_lines(on_failure, config_error)]
-        if fails_open:
-            lines.append(f"fails open: {fails_open}")
-        lines += [f"note: {n}" for n in dialect.notes]
-        lines += ["", *hook_lines(title, rows)]
-        lines += not_running_lines(not_running)
-        lines += cannot_apply_lines(title, limits)
-        if here_problem:
-            lines += ["", f"NOT HELD here: {here_problem}"]
-        typer.echo("\n".join(printable(line) for line in lines))
-        if unheld:
-            raise typer.Exit(1)
+        status(ctx, dialect, as_json)
 
     return app
 
 
 APPS: dict[str, typer.Typer] = {
-    name: agent_app(d) for name, d in DIALECTS.items() if name != "claude"
+    name: agent_app(d) for name, d in DIALECTS.items() if d is not DEFAULT
 }
-"""Agent name -> its ``kodelet NAME`` sub-app."""
-
-
-def claude_state(cwd: Path) -> list[dict[str, Any]]:
-    """Claude Code's own scopes, as ``kodelet agents`` lists them."""
-    from .claude_cmd import Scope as ClaudeScope
-    from .claude_cmd import settings_path
-
-    out = []
-    for scope in ClaudeScope:
-        path = settings_path(scope, cwd)
-        entry: dict[str, Any] = {"scope": scope.value, "path": str(path), "error": None}
-        try:
-            _, data = read_settings(path, "Claude settings")
-        except SettingsError as exc:
-            data, entry["error"] = {}, str(exc)
-        entry["events"] = [event for event, _ in own_hooks(data)]
-        out.append(entry)
-    return out
+"""Agent name -> its ``kodelet NAME`` sub-app; Claude Code's is :data:`.claude_cmd.app`,
+the same commands plus what is Claude Code's alone."""
 
 
 def agents(
@@ -259,23 +372,13 @@ def agents(
     cwd = state(ctx).cwd
     rows: list[dict[str, Any]] = [
         {
-            "agent": "claude",
-            "title": "Claude Code",
-            "binary": shutil.which("claude"),
-            "scopes": claude_state(cwd),
+            "agent": d.name,
+            "title": d.title,
+            "binary": shutil.which(d.binary),
+            "scopes": [scope_state(d, s, cwd) for s in d.config],
         }
+        for d in DIALECTS.values()
     ]
-    for d in DIALECTS.values():
-        if d.name == "claude":
-            continue
-        rows.append(
-            {
-                "agent": d.name,
-                "title": d.title,
-                "binary": shutil.which(d.binary),
-                "scopes": [scope_state(d, s, cwd) for s in Scope],
-            }
-        )
     if as_json:
         print_json({"project": str(cwd), "agents": rows})
         return
