@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 BIN = str(Path(sys.executable).parent)
+TRUST = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+"""Gemini CLI reads a project's file only in a folder it trusts: this shell says so."""
 
 BLOCKER = """#!/bin/sh
 # Stops every rm -rf, lets the rest through.
@@ -253,22 +255,22 @@ def test_status_and_install_say_a_project_entry_does_not_hold_from_a_subfolder(
     root = guarded(tmp_path / "p", BLOCKER)
     deep = root / "src" / "deep"
     deep.mkdir(parents=True)
-    installed = kodelet(agent, "install", cwd=deep)
+    installed = kodelet(agent, "install", cwd=deep, **TRUST)
     assert installed.returncode == 0, installed.stderr
     assert f"only when started in {root}" in installed.stdout
     assert "--scope user holds from every folder" in installed.stdout
-    at_root = kodelet(agent, "status", cwd=root)
+    at_root = kodelet(agent, "status", cwd=root, **TRUST)
     assert at_root.returncode == 0, at_root.stdout + at_root.stderr
     assert "NOT HELD" not in at_root.stdout
-    below = kodelet(agent, "status", cwd=deep)
+    below = kodelet(agent, "status", cwd=deep, **TRUST)
     assert below.returncode == 1, below.stdout + below.stderr
     assert "NOT HELD here: kodelet is installed for" in below.stdout
     assert f"`kodelet {agent} install --scope user`" in below.stdout
-    data = report(kodelet(agent, "status", "--json", cwd=deep))
+    data = report(kodelet(agent, "status", "--json", cwd=deep, **TRUST))
     assert "reads only when started in" in data["not_held_here"]
-    codex = kodelet("codex", "install", cwd=deep)
+    codex = kodelet("codex", "install", cwd=deep, **TRUST)
     assert "only when started" not in codex.stdout
-    assert kodelet("codex", "status", cwd=deep).returncode == 0
+    assert kodelet("codex", "status", cwd=deep, **TRUST).returncode == 0
 
 
 def test_status_lists_a_guard_that_will_not_run_and_exits_1(tmp_path: Path) -> None:
@@ -343,3 +345,23 @@ def test_gemini_does_not_read_the_project_file_in_a_folder_it_does_not_trust(
     (root / "sub").mkdir()
     below = kodelet("verify", "--agent", "gemini", "--expect-block", "rm -rf x", cwd=root / "sub")
     assert below.returncode == 1
+
+
+def test_status_exits_1_when_the_agent_runs_none_of_kodelets_entries(
+    tmp_path: Path, isolated_home: Path
+) -> None:
+    """Gemini CLI in a folder it does not trust, Codex without its trust records: the
+    entries are there and will not run."""
+    root = guarded(tmp_path / "p", BLOCKER)
+    for agent in ("gemini", "codex"):
+        assert kodelet(agent, "install", cwd=root).returncode == 0
+    gemini = kodelet("gemini", "status", cwd=root)
+    assert gemini.returncode == 1, gemini.stdout
+    assert "NOT HELD here:" in gemini.stdout and "Gemini CLI does not trust" in gemini.stdout
+    assert kodelet("gemini", "status", cwd=root, GEMINI_CLI_TRUST_WORKSPACE="true").returncode == 0
+    assert kodelet("codex", "status", cwd=root).returncode == 0
+    config = isolated_home / ".codex" / "config.toml"
+    config.write_text(config.read_text().split("[hooks")[0])
+    codex = report(kodelet("codex", "status", "--json", cwd=root))
+    assert "not trusted by Codex" in codex["not_held_here"]
+    assert kodelet("codex", "status", cwd=root).returncode == 1

@@ -89,8 +89,11 @@ def test_install_records_codexs_trust_without_which_codex_runs_no_hook(codex: Ag
     trusted = config.read_text()
     assert trusted.count("trusted_hash") == 5
     config.write_text(trusted.split("[hooks")[0])
-    status = codex.kodelet("codex", "status").stdout
+    untrusted = codex.kodelet("codex", "status", check=False)
+    assert untrusted.returncode == 1  # the guard does not hold
+    status = untrusted.stdout
     assert "5 of kodelet's entries are not trusted by Codex, which will not run them" in status
+    assert "NOT HELD here:" in status
     run = codex.run(shell("touch pwned # danger"))
     assert (codex.project / "pwned").exists()
     codex.kodelet("codex", "install")

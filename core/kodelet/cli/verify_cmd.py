@@ -163,10 +163,14 @@ def subfolder_problem(agent: str, here: Path, project: Path) -> str | None:
 
 def not_held_here(ctx: typer.Context, agent: str) -> str | None:
     """Why ``agent`` started in the current folder never calls kodelet although it is
-    installed for the project, or None: what ``status`` reports and exits 1 for."""
+    installed (its entries are not trusted, or are at the project's root and the agent
+    reads them only where it starts), or None: what ``status`` reports and exits 1 for."""
     here, project = _here(ctx), state(ctx).cwd
-    if any(e.runs for e in find_entries(agent, _start_folder(agent, here, project))[0]):
+    entries = find_entries(agent, _start_folder(agent, here, project))[0]
+    if any(e.runs for e in entries):
         return None
+    if entries:  # installed, and the agent runs none of it
+        return "; ".join(sorted({f"{e.path}: {e.why_not}" for e in entries}))
     return subfolder_problem(agent, here, project)
 
 
