@@ -116,6 +116,24 @@ def test_the_version_the_client_carries_is_kodelets() -> None:
     assert kodelet.__version__ == protocol.VERSION
 
 
+def test_the_project_is_the_nearest_folder_holding_kodelet_past_a_nested_repository(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    (project / ".kodelet").mkdir(parents=True)
+    (project / ".git").mkdir()
+    lib = project / "vendor" / "lib"
+    (lib / ".git").mkdir(parents=True)
+    env = warm_env()
+    assert protocol.find_project(str(lib / "src"), env) == str(project)
+    assert find_project(lib, env) == project
+    (lib / ".kodelet").mkdir()
+    assert protocol.find_project(str(lib / "src"), env) == str(lib)
+    bare = tmp_path / "bare"
+    (bare / "sub" / ".git").mkdir(parents=True)
+    assert protocol.find_project(str(bare / "sub" / "x"), env) == str(bare / "sub")
+
+
 def test_the_client_finds_the_project_as_kodelet_does(tmp_path: Path) -> None:
     (tmp_path / "a" / ".git").mkdir(parents=True)
     (tmp_path / "a" / "b" / ".kodelet").mkdir(parents=True)

@@ -151,3 +151,45 @@ def test_status_names_the_transport_and_uninstall_removes_every_entry(
     assert "transport: http" in kodelet(project, "claude", "status").stdout
     assert kodelet(project, "claude", "uninstall", "--scope", "local").returncode == 0
     assert not (project / ".claude" / "settings.local.json").exists()
+
+
+def nested_repository(project: Path) -> Path:
+    """``vendor/lib``, a repository of its own inside the project (``git init``)."""
+    lib = project / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(lib)], check=True, capture_output=True)
+    return lib
+
+
+def reason(record: warm_http.Record, project: Path, cwd: Path, session: str) -> str | None:
+    data = {**pre_tool(project), "cwd": str(cwd), "session_id": session}
+    status, out = post(record, json.dumps(data).encode(), record.header())
+    assert status == 200, out
+    return json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"] if out else None
+
+
+def test_http_calls_after_a_cd_into_a_nested_repository_keep_the_guards(
+    installed: tuple[Path, warm_http.Record],
+) -> None:
+    """An HTTP call carries no ``CLAUDE_PROJECT_DIR``: after ``cd vendor/lib`` only the
+    input's cwd says where the session is, and the project's guards still apply."""
+    project, record = installed
+    lib = nested_repository(project)
+    control.start(project, warm_env())
+    assert reason(record, project, project, "s1") == "no rm"
+    assert reason(record, project, lib, "s1") == "no rm"
+    assert reason(record, project, lib, "s2") == "no rm"  # a session started in there
+
+
+def test_an_http_session_keeps_the_project_it_started_in(
+    installed: tuple[Path, warm_http.Record],
+) -> None:
+    project, record = installed
+    lib = nested_repository(project)
+    (lib / ".kodelet" / "hooks").mkdir(parents=True)
+    write_guard(lib, "the library guard")
+    control.start(project, warm_env())
+    assert reason(record, project, project, "s1") == "no rm"
+    assert reason(record, project, lib, "s1") == "no rm"  # the model's cd moves no guard
+    assert reason(record, project, lib, "s2") == "the library guard"
+    assert reason(record, project, project, "s2") == "the library guard"

@@ -117,11 +117,12 @@ def find_project(
 ) -> Path:
     """The project a working directory belongs to, found the way git finds its root.
 
-    An agent's shell wanders (``cd src``); its guards must not stay behind. The
-    nearest directory at or above ``cwd`` holding ``.kodelet/`` or ``.git`` is the
-    project; the global root's own ``.kodelet`` (``~/.kodelet``) does not count.
-    ``CLAUDE_PROJECT_DIR`` in ``env`` (Claude Code sets it for every hook) wins when
-    it names a directory. With neither, ``cwd`` itself."""
+    An agent's shell wanders (``cd src``, ``cd vendor/lib`` into a nested repository);
+    its guards must not stay behind. The nearest directory at or above ``cwd`` holding
+    ``.kodelet/`` is the project, whatever repositories lie between; the global root's
+    own ``.kodelet`` (``~/.kodelet``) does not count. With none, the nearest holding
+    ``.git``, else ``cwd`` itself. ``CLAUDE_PROJECT_DIR`` in ``env`` (Claude Code sets
+    it for every hook) wins when it names a directory."""
     # The warm kodelet's lean client finds projects without importing kodelet; this is
     # its function, so the two can never disagree on which project a call is for.
     return Path(

@@ -99,24 +99,26 @@ def identity() -> str:
 
 def find_project(cwd: str, env: Mapping[str, str]) -> str:
     """``CLAUDE_PROJECT_DIR``, else the nearest directory at or above ``cwd`` holding
-    ``.git`` or ``.kodelet/`` (not the global root's): what
-    :func:`kodelet.places.find_project` answers, written here so the lean client needs
-    no kodelet import."""
+    ``.kodelet/`` (not the global root's), past any repository nested in it (a
+    submodule, a ``git init``-ed vendor folder); with none, the nearest holding
+    ``.git``; else ``cwd``. What :func:`kodelet.places.find_project` answers, written
+    here so the lean client needs no kodelet import."""
     pinned = env.get("CLAUDE_PROJECT_DIR")
     if pinned and os.path.isabs(pinned) and os.path.isdir(pinned):
         return pinned
     start = os.path.abspath(cwd)
     global_root = os.path.abspath(kodelet_home(env))
+    repository = None
     directory = start
     while True:
-        if os.path.lexists(os.path.join(directory, ".git")):
-            return directory
         local = os.path.join(directory, ".kodelet")
         if os.path.isdir(local) and os.path.abspath(local) != global_root:
             return directory
+        if repository is None and os.path.lexists(os.path.join(directory, ".git")):
+            repository = directory
         parent = os.path.dirname(directory)
         if parent == directory:
-            return start
+            return repository or start
         directory = parent
 
 

@@ -48,6 +48,8 @@ log = logging.getLogger("kodelet.warm")
 IDLE = 1800.0
 TICK = 1.0
 KEPT = 8
+SESSIONS = 4096
+"""HTTP sessions whose project is remembered, the least recently seen forgotten first."""
 PATIENCE = 60.0
 """Seconds a connection may take to send its request and its GO: a client stopped
 midway holds one thread that long, never the warm kodelet."""
@@ -87,6 +89,7 @@ class Server:
         self._fingerprint: Fingerprint | None = None
         self._modules = Fingerprint()
         self._own: set[str] = set()
+        self._sessions: dict[str, str] = {}
         self._stop = threading.Event()
         self._own_code = os.stat(protocol.__file__).st_mtime_ns
         self.http_state: str | None = None
@@ -309,12 +312,37 @@ class Server:
         return out, code, err.getvalue()
 
     def answer_http(self, raw: bytes) -> tuple[str, int]:
-        """An HTTP call carries no environment: the input's cwd names the project."""
+        """An HTTP call carries no environment, so no ``CLAUDE_PROJECT_DIR``: a session
+        is pinned to the project of its first call's cwd, as Claude Code pins it for
+        command hooks, so the model's ``cd`` (into a nested repository, say) moves no
+        guard."""
         env = {k: v for k, v in self.env.items() if k != "CLAUDE_PROJECT_DIR"}
+        project = self.session_project(raw, env)
+        if project is not None:
+            env["CLAUDE_PROJECT_DIR"] = project
         out, code, err = self.answer(raw, [], env)
         if err:
             log.info("%s", err.rstrip())
         return out, code
+
+    def session_project(self, raw: bytes, env: Mapping[str, str]) -> str | None:
+        """The project of the input's session: the one its first call was in. None for
+        an input without a session or a cwd (the bridge says what is wrong with it)."""
+        try:
+            data = json.loads(raw)
+            session, cwd = data["session_id"], data["cwd"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if not (isinstance(session, str) and session and isinstance(cwd, str) and cwd):
+            return None
+        with self._lock:
+            project = self._sessions.pop(session, None)
+            if project is None:
+                project = protocol.find_project(cwd, env)
+            self._sessions[session] = project  # the most recent last
+            while len(self._sessions) > SESSIONS:
+                del self._sessions[next(iter(self._sessions))]
+        return project
 
     def status(self) -> dict[str, Any]:
         return {
