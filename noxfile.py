@@ -61,7 +61,7 @@ def examples(session: nox.Session) -> None:
 def installs(session: nox.Session) -> None:
     """kodelet's wheel installed by a venv, pipx and ``uv tool`` (pinned, from PyPI, cached
     per run in a temp dir) runs the docs' and ``hooks new``'s Python hooks (a few minutes)."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".", "pytest")
     session.run("pytest", "-m", "installs", "-p", "no:cacheprovider", "tests/test_installs.py")
 
 
