@@ -27,6 +27,7 @@ import attrs
 
 from .. import jsonio
 from ..places import Places
+from .protocol import INPUT_CAP
 
 __all__ = ["PATH", "Record", "bind", "record_path"]
 
@@ -120,8 +121,6 @@ class _Handler(BaseHTTPRequestHandler):
             size = int(self.headers.get("Content-Length", "0"))
         except ValueError:
             size = -1
-        from .protocol import INPUT_CAP
-
         if not 0 <= size <= INPUT_CAP:
             self._send(413, b'{"error": "bad Content-Length"}')
             return
