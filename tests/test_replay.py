@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,66 +26,17 @@ from kodelet.replay.format import (
 from kodelet.replay.player import Player
 from kodelet.testing import write_hook
 
+from tests.kit.cli import in_terminal, kodelet
+from tests.kit.replay import (
+    HOOKS,
+    PY,
+    replay_json,
+    without_timings,
+)
+
 FIXTURES = Path(__file__).parent / "fixtures" / "replay"
 OUTCOMES = FIXTURES / "outcomes.json"
 TRANSCRIPT = FIXTURES / "claude_transcript.jsonl"
-
-PY = sys.executable
-
-GUARD = f"""#!{PY}
-import json, sys
-if sys.argv[1] == "hook":
-    print("before_tool_call"); sys.exit(0)
-payload = json.load(sys.stdin)
-command = payload.get("tool_input", {{}}).get("command", "")
-if "rm -rf" in command:
-    print(json.dumps({{"blocked": True, "reason": "Security policy: 'rm -rf' is not allowed"}}))
-elif command == "ls":
-    print(json.dumps({{"input": {{"command": "ls -la"}}}}))
-"""
-
-REDACT = f"""#!{PY}
-import json, sys
-if sys.argv[1] == "hook":
-    print("after_tool_call"); sys.exit(0)
-payload = json.load(sys.stdin)
-out = payload["tool_output"]
-if "hunter2" in json.dumps(out):
-    out["metadata"] = {{"output": "[redacted]"}}
-    print(json.dumps({{"output": out}}))
-"""
-
-SECRETS = f"""#!{PY}
-import json, sys
-if sys.argv[1] == "hook":
-    print("user_message_send"); sys.exit(0)
-if "AKIA" in json.load(sys.stdin)["message"]:
-    print(json.dumps({{"blocked": True, "reason": "message contains an AWS access key id"}}))
-"""
-
-BROKEN = f"""#!{PY}
-import sys
-if sys.argv[1] == "hook":
-    print("turn_end"); sys.exit(0)
-sys.stderr.write("broken on purpose\\n")
-sys.exit(1)
-"""
-
-REMINDER = f"""#!{PY}
-import json, sys
-if sys.argv[1] == "hook":
-    print("agent_stop"); sys.exit(0)
-json.load(sys.stdin)
-print(json.dumps({{"follow_up_messages": ["Please run the linter"]}}))
-"""
-
-HOOKS = {
-    "10-guard": GUARD,
-    "20-redact": REDACT,
-    "30-secrets": SECRETS,
-    "40-broken": BROKEN,
-    "50-reminder": REMINDER,
-}
 
 
 @pytest.fixture
@@ -97,63 +45,6 @@ def hooked(project: Path) -> Path:
     for name, text in HOOKS.items():
         write_hook(project / ".kodelet" / "hooks", name, text)
     return project
-
-
-def kodelet(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "kodelet", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-
-
-def in_terminal(*args: str, columns: int, cwd: Path | None = None) -> str:
-    """The CLI's stdout as a terminal shows it: run on a pseudo-terminal, colours removed."""
-    leader, follower = pty.openpty()
-    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm", "NO_COLOR": "1"}
-    proc = subprocess.Popen(
-        [PY, "-m", "kodelet", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=follower,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(leader)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    text = b"".join(chunks).decode().replace("\r\n", "\n")
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
-
-
-def replay_json(project: Path, *args: str) -> dict[str, Any]:
-    proc = kodelet("--cwd", str(project), "replay", *args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
-
-
-def without_timings(data: Any) -> Any:
-    if isinstance(data, dict):
-        return {k: without_timings(v) for k, v in data.items() if not k.endswith("_ms")}
-    if isinstance(data, list):
-        return [without_timings(v) for v in data]
-    return data
 
 
 # -- every outcome -------------------------------------------------------------

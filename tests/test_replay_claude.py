@@ -24,7 +24,8 @@ from kodelet.replay.format import AutoCompact, CompactionItem, NoteItem, UserIte
 from kodelet.replay.player import Player, Replay
 from kodelet.testing import write_hook
 
-from tests.test_replay import PY, kodelet, replay_json, without_timings
+from tests.kit.cli import kodelet
+from tests.kit.replay import PY, replay_json, without_timings
 
 # Public Claude Code transcripts (marot/spotter, MIT) are not kept in this repository:
 # point KODELET_CLAUDE_TRANSCRIPTS at a local copy of them to run these tests.

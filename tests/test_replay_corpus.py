@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from kodelet.testing import write_hook
 
-from tests.test_replay import PY, kodelet, without_timings
+from tests.kit.cli import kodelet
+from tests.kit.replay import PY, without_timings
 
 # Public Claude Code transcripts (marot/spotter, MIT) are not kept in this repository:
 # point KODELET_CLAUDE_TRANSCRIPTS at a local copy of them to run these tests.

@@ -16,7 +16,8 @@ from kodelet.replay.demo.redact import redact
 from kodelet.replay.format import UserItem, load_demo
 from kodelet.testing import write_hook
 
-from tests.test_replay import HOOKS, in_terminal
+from tests.kit.cli import in_terminal
+from tests.kit.replay import HOOKS
 
 DEMO_HOOKS = {"demo-guard", "demo-redact", "builtin:compact-trigger"}
 

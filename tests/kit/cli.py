@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pty
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -44,3 +46,47 @@ def run_before_tool_call(
 
 def no_traceback(res: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in res.stderr + res.stdout
+
+
+def kodelet(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m kodelet ARGS`` with this run's environment plus ``env``."""
+    return subprocess.run(
+        [sys.executable, "-m", "kodelet", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def in_terminal(*args: str, columns: int, cwd: Path | None = None) -> str:
+    """The CLI's stdout as a terminal shows it: run on a pseudo-terminal, colours removed."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm", "NO_COLOR": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kodelet", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    text = b"".join(chunks).decode().replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
