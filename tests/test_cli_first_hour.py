@@ -17,7 +17,7 @@ from kodelet.testing import write_hook
 
 from tests.kit.cli import no_traceback, run_kodelet
 from tests.kit.hooks import BLOCKING_HOOK
-from tests.test_cli_plugins import build_wheel, venv_seeing_this_interpreter
+from tests.kit.wheels import build_wheel, install, venv_seeing_this_interpreter
 
 FAILING_CONFIGURE = """\
 from kodelet import hookimpl
@@ -38,17 +38,6 @@ if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
 cat >/dev/null
 echo '{}'
 """
-
-
-def install(site: Path, ep_name: str, module: str, source: str) -> str:
-    """A module and its dist-info with a ``kodelet.plugins`` entry point, as pip leaves them."""
-    dist = module.replace("_", "-")
-    info = site / f"{module}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (site / f"{module}.py").write_text(source)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[kodelet.plugins]\n{ep_name} = {module}\n")
-    return dist
 
 
 @pytest.fixture

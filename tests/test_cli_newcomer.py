@@ -16,7 +16,7 @@ import pytest
 from kodelet.testing import write_hook
 
 from tests.kit.cli import run_kodelet
-from tests.test_cli_first_hour import install
+from tests.kit.wheels import install
 
 LS = '{"tool_name": "bash", "tool_input": {"command": "ls"}}'
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import hashlib
 import json
 import os
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ import pytest
 from tests.kit.cli import no_traceback, run_kodelet
 from tests.kit.hooks import BLOCKING_HOOK
 from tests.kit.repos import GIT_ENV, git, leftovers, make_git_repo, make_plugin_tree
+from tests.kit.wheels import build_wheel, venv_seeing_this_interpreter
 
 LIST_KEYS = {
     "name",
@@ -326,69 +324,6 @@ def test_concurrent_forced_adds_end_with_one_consistent_install(tmp_path: Path, 
 
 
 # -- pip install / uninstall into kodelet's own environment ----------------------
-
-
-def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def build_wheel(where: Path) -> Path:
-    """A real wheel of a native plugin that blocks ``rm``: no build backend needed."""
-    files = {
-        "kodelet_plugin_demo.py": (
-            b"from kodelet import hookimpl\n\n\n@hookimpl\n"
-            b"def before_tool_call(tool_name):\n"
-            b"    if tool_name == 'rm':\n"
-            b"        return {'blocked': True, 'reason': 'demo says no'}\n"
-        ),
-        "kodelet_plugin_demo-1.2.3.dist-info/METADATA": (
-            b"Metadata-Version: 2.1\nName: kodelet-plugin-demo\nVersion: 1.2.3\n"
-        ),
-        "kodelet_plugin_demo-1.2.3.dist-info/WHEEL": (
-            b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
-        "kodelet_plugin_demo-1.2.3.dist-info/entry_points.txt": (
-            b"[kodelet.plugins]\ndemo = kodelet_plugin_demo\n"
-        ),
-    }
-    record = "kodelet_plugin_demo-1.2.3.dist-info/RECORD"
-    lines = [_record_line(n, d) for n, d in files.items()] + [f"{record},,"]
-    files[record] = ("\n".join(lines) + "\n").encode()
-    wheel = where / "kodelet_plugin_demo-1.2.3-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return wheel
-
-
-def venv_seeing_this_interpreter(venv: Path) -> str:
-    """A venv whose own site-packages come first and which also sees the test interpreter's.
-
-    ``--system-site-packages`` would link to the *base* Python, where kodelet is not
-    installed on a fresh machine; a ``.pth`` that calls ``site.addsitedir`` on the running
-    interpreter's site-packages also honours the editable install's own ``.pth`` files.
-    """
-    import site
-
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    own = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
-    lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
-    (Path(own) / "_kodelet_test_parent.pth").write_text(lines)
-    probe = subprocess.run(
-        [python, "-c", "import kodelet, pip; print(kodelet.__file__)"],
-        capture_output=True,
-        text=True,
-    )
-    assert probe.returncode == 0, f"kodelet or pip not importable in the test venv: {probe.stderr}"
-    return python
 
 
 def test_install_and_uninstall_use_pip_in_kodelets_environment(tmp_path: Path, proj: Path) -> None:

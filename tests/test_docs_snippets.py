@@ -293,7 +293,7 @@ def _typo(demo: Demo) -> None:
 
 def _pip_venv(demo: Demo) -> None:
     """A venv of its own, where ``plugins install`` may pip install a real wheel."""
-    from tests.test_cli_plugins import _record_line, venv_seeing_this_interpreter
+    from tests.kit.wheels import record_line, venv_seeing_this_interpreter
 
     demo.python = venv_seeing_this_interpreter(demo.root / "pipvenv")
     shutil.rmtree(demo.site / "kodelet_plugin_guardrail-0.1.0.dist-info")
@@ -308,7 +308,7 @@ def _pip_venv(demo: Demo) -> None:
         f"{info}/entry_points.txt": b"[kodelet.plugins]\n"
         b"guardrail = kodelet_plugin_guardrail:Guardrail\n",
     }
-    lines = [_record_line(n, d) for n, d in files.items()] + [f"{info}/RECORD,,"]
+    lines = [record_line(n, d) for n, d in files.items()] + [f"{info}/RECORD,,"]
     files[f"{info}/RECORD"] = ("\n".join(lines) + "\n").encode()
     import zipfile
 

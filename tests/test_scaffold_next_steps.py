@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import importlib.metadata
 import os
 import re
@@ -15,12 +13,9 @@ from pathlib import Path
 
 from kodelet.scaffold import next_steps
 
+from tests.kit.wheels import record_line
+
 HIDDEN = re.compile(r"^(pytest|_pytest|py\.py|pytest-.*\.dist-info|py\.test)$")
-
-
-def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
 
 
 def pytest_wheel(where: Path) -> Path:
@@ -36,7 +31,7 @@ def pytest_wheel(where: Path) -> Path:
         files[name] = Path(str(dist.locate_file(entry))).read_bytes()
     info = f"pytest-{dist.version}.dist-info"
     record = f"{info}/RECORD"
-    lines = [_record_line(n, d) for n, d in files.items()] + [f"{record},,"]
+    lines = [record_line(n, d) for n, d in files.items()] + [f"{record},,"]
     files[record] = ("\n".join(lines) + "\n").encode()
     wheel = where / f"pytest-{dist.version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
