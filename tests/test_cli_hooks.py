@@ -16,7 +16,7 @@ from tests.kit.cli import no_traceback, run_before_tool_call, run_kodelet
 from tests.kit.hooks import BLOCKING_HOOK
 from tests.kit.repos import make_git_repo
 
-ROW_KEYS = {"event", "name", "kind", "path", "order", "status", "reason"}
+ROW_KEYS = {"event", "name", "kind", "path", "order", "status", "reason", "fix", "on_failure"}
 
 RECORDING_HOOK = """#!/bin/sh
 if [ "$1" = hook ]; then echo %s; exit 0; fi
@@ -133,6 +133,7 @@ def test_timeout_and_failures_are_traced_not_fatal(project: Path) -> None:
         "zz-crash",
         '#!/bin/sh\n[ "$1" = hook ] && echo before_tool_call && exit 0\nexit 3\n',
     )
+    (project / ".kodelet" / "config.toml").write_text("[hooks]\nfail_closed = false\n")
     res = run_before_tool_call(
         project,
         '{"tool_name": "bash"}',
@@ -199,7 +200,15 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
         for r in rows
         if r["event"] == "before_tool_call" and r["kind"] == "executable" and r["order"]
     ]
-    assert active == [(1, "a-first"), (2, "b-second"), (3, "g-last")]
+    # The hooks that cannot start (untrusted, a failing `hook` query) block in their
+    # place by default (fail-closed), where they were found; the README-like file does not.
+    assert active == [(1, "a-first"), (2, "b-second"), (3, "loose"), (4, "silent"), (5, "g-last")]
+    standing = [r for r in rows if r["name"] in ("loose", "silent") and r["status"] == "active"]
+    assert {(r["event"], r["name"]) for r in standing} == {
+        (e, n) for e in ("before_tool_call", "user_message_send") for n in ("loose", "silent")
+    }
+    assert all(r["on_failure"] == "block" for r in standing)
+    assert all("fail_closed: blocks in its place" in str(r["reason"]) for r in standing)
     assert next(r for r in rows if r["name"] == "builtin:compact-trigger") == {
         "event": "after_turn",
         "name": "builtin:compact-trigger",
@@ -208,11 +217,15 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
         "order": 1,
         "status": "active",
         "reason": None,
+        "fix": None,
+        "on_failure": None,
     }
     off = {r["name"]: r for r in rows if r["status"] != "active"}
     assert off["off"]["status"] == "disabled"
     assert str(off["off"]["path"]).endswith("off.disable")
     assert off["notes.txt"]["reason"] == "not executable"
+    assert off["notes.txt"]["fix"] == f"chmod +x {hooks / 'notes.txt'}"
+    assert off["loose"]["fix"] == f"chmod go-w {loose}"
     assert off["silent"]["status"] == "skipped" and "printed nothing" in str(
         off["silent"]["reason"]
     )
@@ -243,10 +256,14 @@ def test_list_shows_call_order_and_what_does_not_run(tmp_path: Path, project: Pa
     )
     assert ran.returncode == 0, ran.stderr
     warnings = ran.stderr.splitlines()
-    assert "kodelet: warning: hook silent skipped: 'hook' query printed nothing" in warnings
+    silent = hooks / "silent"
+    assert (
+        "kodelet: warning: hook silent skipped: 'hook' query printed nothing (fix: make "
+        f"`{silent} hook` print its event; run it to see what goes wrong)"
+    ) in warnings
     assert len(warnings) == len(set(warnings))  # each once
     lines = table.splitlines()
-    assert lines[1].split() == ["#", "NAME", "KIND", "STATUS", "PATH"]
+    assert lines[1].split() == ["#", "NAME", "KIND", "STATUS", "PATH", "REASON"]  # stand-ins
     assert lines[3].split()[:4] == ["1", "a-first", "executable", "active"]
     assert "after_tool_call\n  (no hooks)" in table
     assert "not run (event unknown)" in table

@@ -137,7 +137,10 @@ def test_per_hook_timeout_applies_to_that_hook_only(project: Path) -> None:
     hooks = project / ".kodelet" / "hooks"
     write_hook(hooks, "a-slow", HOOK.format(body="sleep 1; echo '{}'"))
     write_hook(hooks, "b-slow", HOOK.format(body="sleep 1; echo '{}'"))
-    write_config(project / ".kodelet", '[hooks]\ntimeout = 5\n[hooks."a-slow"]\ntimeout = 0.2\n')
+    write_config(
+        project / ".kodelet",
+        '[hooks]\ntimeout = 5\n[hooks."a-slow"]\ntimeout = 0.2\nfail_closed = false\n',
+    )
     with load_runtime(cwd=project, entry_points=False) as rt:
         assert [e.timeout for e in rt.hooks(Event.USER_MESSAGE_SEND)] == [0.2, 5.0]
         d = rt.dispatch(msg())
@@ -335,7 +338,7 @@ def test_other_commands_exit_2_on_invalid_config(project: Path) -> None:
         pytest.skip("`kodelet hooks list` is not there yet")
     assert res.stderr.strip() == (
         f"kodelet: error: {path}: unknown key 'hooks.bogus' "
-        '(known: timeout, disabled, or a [hooks."<hook name>"] table)'
+        '(known: timeout, fail_closed, disabled, or a [hooks."<hook name>"] table)'
     )
 
 

@@ -74,6 +74,12 @@ def hooks_dir(project: Path) -> Path:
     return project / ".kodelet" / "hooks"
 
 
+def fails_open(project: Path, name: str) -> None:
+    """``fail_closed = false`` for hook ``name``: for tests of what its failure does to
+    the hooks after it, which a fail-closed block would stop."""
+    (project / ".kodelet" / "config.toml").write_text(f'[hooks."{name}"]\nfail_closed = false\n')
+
+
 def global_hooks(project: Path) -> Path:
     return Path(os.environ["KODELET_HOME"]) / "hooks"
 
@@ -533,8 +539,22 @@ def test_sync_and_async_agree_on_everything(project: Path) -> None:
             assert len(sync.trace) >= 1
 
 
-def test_blocking_event_fails_open_by_default(project: Path, mode: str) -> None:
+def test_blocking_event_fails_closed_by_default(project: Path, mode: str) -> None:
     bash_hook(hooks_dir(project), "broken", "before_tool_call", "cat >/dev/null; exit 1")
+    with make_runtime(project) as rt:
+        d = dispatch(rt, payload_for(Event.BEFORE_TOOL_CALL, project), mode)
+    assert result_to_wire(Event.BEFORE_TOOL_CALL, d.result) == {
+        "blocked": True,
+        "reason": "hook broken failed (fail-closed): exited with status 1; fix: fix the hook, "
+        "or switch it off (kodelet hooks disable broken); to let calls through when it "
+        'fails: [hooks."broken"] fail_closed = false',
+    }
+    assert d.trace[0].error == "exited with status 1"
+
+
+def test_blocking_event_fails_open_when_told(project: Path, mode: str) -> None:
+    bash_hook(hooks_dir(project), "broken", "before_tool_call", "cat >/dev/null; exit 1")
+    fails_open(project, "broken")
     with make_runtime(project) as rt:
         d = dispatch(rt, payload_for(Event.BEFORE_TOOL_CALL, project), mode)
     assert result_to_wire(Event.BEFORE_TOOL_CALL, d.result) == {"blocked": False}
@@ -544,6 +564,7 @@ def test_blocking_event_fails_open_by_default(project: Path, mode: str) -> None:
 def test_hook_deleted_after_discovery(project: Path, mode: str) -> None:
     gone = bash_hook(hooks_dir(project), "a-gone", "user_message_send", "exit 0")
     answer(hooks_dir(project), "b-deny", "user_message_send", {"blocked": True, "reason": "b"})
+    fails_open(project, "a-gone")
     with make_runtime(project) as rt:
         gone.unlink()
         d = dispatch(rt, payload_for(Event.USER_MESSAGE_SEND, project), mode)
@@ -559,6 +580,7 @@ def test_timeout_kills_backgrounded_grandchild(project: Path, mode: str) -> None
     token = uuid.uuid4().hex
     bash_hook(hooks_dir(project), "a-hang", "user_message_send", "sleep 600 &\nwait")
     answer(hooks_dir(project), "b-deny", "user_message_send", {"blocked": True, "reason": "b"})
+    fails_open(project, "a-hang")
     with make_runtime(project, timeout=SHORT, env=token_env(token)) as rt:
         start = time.monotonic()
         d = dispatch(rt, payload_for(Event.USER_MESSAGE_SEND, project), mode)

@@ -65,7 +65,9 @@ def assert_failed_closed(d: Dispatch, name: str, why_part: str) -> None:
     assert rec.error is not None and why_part in rec.error
     assert rec.detail == "fail-closed: blocked"
     assert d.result.blocked is True
-    assert d.result.reason == f"hook {name} failed (fail-closed): {rec.error}"
+    assert d.result.reason is not None
+    assert d.result.reason.startswith(f"hook {name} failed (fail-closed): {rec.error}; fix: ")
+    assert d.result.reason.endswith(f'[hooks."{name}"] fail_closed = false')
     assert result_to_wire(d.event, d.result) == {"blocked": True, "reason": d.result.reason}
     assert d.trace[-1] is rec, "no hook runs after a fail-closed block"
 
@@ -265,7 +267,10 @@ def test_unloadable_fail_closed_hook_blocks_in_its_place(project, how, event):
         assert [h.status for h in skipped] == ["skipped"]
         d = rt.dispatch(BLOCKING[event]())
     assert d.result.blocked is True
-    assert d.result.reason == f"hook guard failed (fail-closed): not run: {skipped[0].reason}"
+    assert d.result.reason == (
+        f"hook guard failed (fail-closed): not run: {skipped[0].reason}; fix: {skipped[0].fix}"
+        '; to let calls through when it fails: [hooks."guard"] fail_closed = false'
+    )
     assert [(r.name, r.outcome) for r in d.trace] == [("guard", Outcome.ERROR)]
 
 

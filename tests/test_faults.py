@@ -52,6 +52,12 @@ def dispatch(rt: Runtime, payload: BasePayload, mode: str) -> Dispatch:
     return asyncio.run(go())
 
 
+def fails_open(project: Path) -> None:
+    """``[hooks] fail_closed = false``: for tests of what a failure does to the other
+    hooks, which a fail-closed block would stop (tests/test_fail_closed.py has those)."""
+    (project / ".kodelet" / "config.toml").write_text("[hooks]\nfail_closed = false\n")
+
+
 def runtime(project: Path, timeout: float = 5.0, **kw: Any) -> Runtime:
     return load_runtime(cwd=project, entry_points=False, timeout=timeout, **kw)
 
@@ -158,6 +164,7 @@ def test_hook_killed_by_a_signal(project: Path, mode: str, body: str, signame: s
     hooks = project / ".kodelet" / "hooks"
     write_hook(hooks, "a-dies", hook(body))
     write_hook(hooks, "b-fine", hook("echo '{}'"))
+    fails_open(project)
     with runtime(project) as rt:
         d = dispatch(rt, msg(), mode)
     assert d.result.blocked is False, "a half-printed answer from a killed hook is not used"
@@ -330,6 +337,7 @@ def test_hook_changed_between_discovery_and_run(project: Path, mode: str, change
     hooks = project / ".kodelet" / "hooks"
     path = write_hook(hooks, "a-vanishing", hook("echo '{\"blocked\": true}'"))
     write_hook(hooks, "b-steady", hook("echo '{}'"))
+    fails_open(project)
     with runtime(project) as rt:
         assert [e.name for e in rt.hooks(Event.USER_MESSAGE_SEND)] == ["a-vanishing", "b-steady"]
         if change == "not-executable":
@@ -444,6 +452,7 @@ def test_native_raising_base_exceptions_is_only_its_failure(
         def user_message_send(self) -> None:
             after.append("ran")
 
+    fails_open(project)
     with natives(project, ("after", After()), ("bad", raiser(exc))) as rt:
         d = dispatch(rt, msg(), mode)
     assert [(r.name, r.outcome) for r in d.trace] == [

@@ -170,8 +170,8 @@ def test_failures_match_per_call_and_the_server_restarts(
     project: Path, cmd: str, error_start: str, fail_closed: bool
 ) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
-    if fail_closed:
-        (project / ".kodelet" / "config.toml").write_text('[hooks."kit"]\nfail_closed = true\n')
+    setting = str(fail_closed).lower()
+    (project / ".kodelet" / "config.toml").write_text(f'[hooks."kit"]\nfail_closed = {setting}\n')
     per_call, persistent = runtimes(project, timeout=1)
     with per_call, persistent:
         (exe,) = executables(persistent)

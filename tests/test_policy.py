@@ -300,6 +300,9 @@ def test_an_ask_without_a_reason_names_the_hook_and_no_ask_is_left_out(tmp_path:
 
 
 def test_an_ask_that_is_not_a_boolean_is_the_hooks_failure(tmp_path: Path) -> None:
+    # Failing open, so the answer shows the ask was not taken as one (not a block).
+    (tmp_path / ".kodelet").mkdir()
+    (tmp_path / ".kodelet" / "config.toml").write_text('[hooks."asker"]\nfail_closed = false\n')
     rt = runtime(
         tmp_path,
         Event.BEFORE_TOOL_CALL,

@@ -56,6 +56,43 @@ def test_readme_guardrail_blocks_rm_rf_and_allows_the_rest(tmp_path: Path) -> No
     assert [(t["name"], t["outcome"]) for t in trace] == [("no-rm-rf", "no-action")]
 
 
+def test_readme_guard_that_fails_blocks_unless_it_opts_out(tmp_path: Path) -> None:
+    """What the README says of a failing guard: blocked, with the hook, what failed and
+    the fix; its config.toml snippet lets the calls through."""
+    text = README.read_text()
+    section = text.split("\n## A guardrail in two minutes\n", 1)[1].split("\n## ", 1)[0]
+    toml = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert toml, "README lost its fail_closed = false example"
+    name = re.search(r'\[hooks\."([^"]+)"\]', toml.group(1))
+    assert name
+    hooks = tmp_path / ".kodelet" / "hooks"
+    hooks.mkdir(parents=True)
+    guard = hooks / name.group(1)
+    guard.write_text('#!/bin/bash\ncase "$1" in hook) echo before_tool_call ;; *) exit 1 ;; esac\n')
+    guard.chmod(0o755)
+
+    def run() -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "kodelet", "hooks", "run", "before_tool_call", "-p", "-"],
+            cwd=tmp_path,
+            input='{"tool_name": "bash", "tool_input": {"command": "ls"}}',
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        answer: dict[str, object] = json.loads(done.stdout)
+        return answer
+
+    blocked = run()
+    assert blocked["blocked"] is True
+    reason = str(blocked["reason"])
+    assert reason.startswith(f"hook {name.group(1)} failed (fail-closed): exited with status 1")
+    assert "fix: " in reason
+    (tmp_path / ".kodelet" / "config.toml").write_text(toml.group(1))
+    assert run() == {"blocked": False}
+
+
 def _block(heading: str) -> str:
     section = README.read_text().split(f"\n## {heading}\n", 1)[1]
     found = re.search(r"```bash\n(.*?)```", section, re.S)

@@ -124,6 +124,13 @@ def isolated(tmp_path: Path, *named: tuple[str, Any], **kw: Any) -> Runtime:
     return isolated_runtime(tmp_path, *named, **kw)
 
 
+def fails_open(cwd: Path, name: str) -> None:
+    """``fail_closed = false`` for hook ``name``: for tests of what its failure does to
+    the hooks after it, which a fail-closed block would stop."""
+    (cwd / ".kodelet").mkdir(exist_ok=True)
+    (cwd / ".kodelet" / "config.toml").write_text(f'[hooks."{name}"]\nfail_closed = false\n')
+
+
 def names(rt: Runtime, event: Event) -> list[str]:
     return [h.name for h in rt.hooks(event)]
 
@@ -318,6 +325,7 @@ def test_impl_that_raises_is_isolated(tmp_path: Path, warnings: Callable[[], lis
         ran.append("boom")
         raise RuntimeError("disk on fire")
 
+    fails_open(tmp_path, "boom")
     rt = isolated(
         tmp_path,
         ("after", plugin(before_tool_call=lambda: ran.append("after") or {"input": {"x": 1}})),
@@ -371,6 +379,7 @@ WRONG = [
 def test_wrong_answer_is_that_hooks_failure(
     tmp_path: Path, warnings: Callable[[], list[str]], wrong: Any, needle: str
 ) -> None:
+    fails_open(tmp_path, "wrong")
     rt = isolated(
         tmp_path,
         ("good", plugin(before_tool_call=lambda: {"input": {"command": "ls -l"}})),
@@ -457,6 +466,7 @@ def test_nothing_but_interrupts_escape_dispatch(
     tmp_path: Path, warnings: Callable[[], list[str]], exc: BaseException
 ) -> None:
     ran: list[str] = []
+    fails_open(tmp_path, "bad")
     rt = isolated(
         tmp_path,
         ("later", plugin(user_message_send=lambda: ran.append("later") or {"blocked": True})),

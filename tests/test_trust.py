@@ -130,6 +130,8 @@ def test_untrusted_hook_does_not_stop_the_others(project: Path, hooks: Path) -> 
     bad, good = project / "bad-ran", project / "good-ran"
     write_hook(hooks, "a-bad", script(bad)).chmod(0o777)
     write_hook(hooks, "b-good", script(good))
+    # Failing open, so a-bad blocks nothing in its place (the default: see test_fail_closed).
+    (project / ".kodelet" / "config.toml").write_text('[hooks."a-bad"]\nfail_closed = false\n')
     with load_runtime(cwd=project, entry_points=False) as rt:
         assert [e.name for e in rt.hooks(Event.USER_MESSAGE_SEND)] == ["b-good"]
         rt.dispatch(UserMessageSendPayload(message="hi"))
@@ -207,7 +209,11 @@ def test_hooks_list_shows_untrusted_hooks_as_skipped(project: Path, hooks: Path)
         pytest.skip("`kodelet hooks list` is not there yet")
     assert res.returncode == 0, res.stderr
     rows = [r for r in json.loads(res.stdout) if r["name"] == "guard"]
-    assert [(r["status"], r["reason"]) for r in rows] == [
-        ("skipped", f"untrusted: {path} is group- or world-writable")
+    why = f"untrusted: {path} is group- or world-writable"
+    stand_in = f"cannot run ({why}); fail_closed: blocks in its place"
+    assert [(r["event"], r["status"], r["reason"], r["fix"]) for r in rows] == [
+        ("before_tool_call", "active", stand_in, None),
+        ("user_message_send", "active", stand_in, None),
+        (None, "skipped", why, f"chmod go-w {path}"),
     ]
     assert not (project / "ran").exists()

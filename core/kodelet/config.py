@@ -37,7 +37,8 @@ class ConfigError(KodeletError, ValueError):
 @attrs.frozen(kw_only=True)
 class HookSettings:
     timeout: float | None = None
-    fail_closed: bool = False
+    fail_closed: bool | None = None
+    """This hook's own ``fail_closed``; None leaves it to ``[hooks] fail_closed``."""
     enabled: bool = True
 
 
@@ -47,6 +48,10 @@ _DEFAULT_HOOK = HookSettings()  # frozen: one for every hook without a table
 @attrs.frozen(kw_only=True)
 class Config:
     timeout: float = DEFAULT_TIMEOUT
+    fail_closed: bool = True
+    """``[hooks] fail_closed``: whether a hook that fails on a blocking event blocks
+    it, for every hook without its own ``fail_closed``. A guard that cannot decide
+    says no; an audit logger that must never stop the agent opts out."""
     disabled_hooks: tuple[str, ...] = ()
     hooks: Mapping[str, HookSettings] = attrs.field(factory=dict)
     disabled_plugins: tuple[str, ...] = ()
@@ -70,6 +75,21 @@ class Config:
 
     def hook(self, name: str) -> HookSettings:
         return self.hooks.get(name) or _DEFAULT_HOOK
+
+    def fails_closed(self, name: str) -> bool:
+        """Whether hook ``name`` failing on a blocking event blocks it: its own
+        ``fail_closed``, else ``[hooks] fail_closed`` (true unless set)."""
+        own = self.hook(name).fail_closed
+        return self.fail_closed if own is None else own
+
+    def fail_open_setting(self, name: str) -> str | None:
+        """Where hook ``name`` is told to fail open (the key and its file), or None."""
+        if self.fails_closed(name):
+            return None
+        key = _spell(("hook", name, "fail_closed"))
+        if self.hook(name).fail_closed is None:
+            key = "hooks.fail_closed"
+        return f"{_setting(key)} ({self.sources.get(key, 'config.toml')})"
 
     def timeout_for(self, name: str) -> float:
         """A hook's own timeout from a file, unless the environment or a flag set one:
@@ -95,6 +115,7 @@ class Config:
         """The effective configuration with where each value came from."""
         values: dict[str, Any] = {
             "hooks.timeout": self.timeout,
+            "hooks.fail_closed": self.fail_closed,
             "hooks.disabled": list(self.disabled_hooks),
             "plugins.disabled": list(self.disabled_plugins),
             "no_hooks": self.no_hooks,
@@ -124,6 +145,12 @@ def _bare(name: str) -> str:
 # so a name holding dots or quotes never has to be parsed back out of a string;
 # the dotted spelling is only for showing where a value came from.
 _Key = tuple[str, ...]
+
+
+def _setting(key: str) -> str:
+    """A dotted key as the line that sets it false: ``[hooks."x"] fail_closed = false``."""
+    table, _, leaf = key.rpartition(".")
+    return f"[{table}] {leaf} = false"
 
 
 def _spell(key: _Key) -> str:
@@ -274,12 +301,14 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[_Key, Any]:
                             )
                 elif key == "timeout":
                     flat[("hooks", "timeout")] = _number(value, f"{path}: hooks.timeout")
+                elif key == "fail_closed":
+                    flat[("hooks", "fail_closed")] = _bool(value, f"{path}: hooks.fail_closed")
                 elif key == "disabled":
                     flat[("hooks", "disabled")] = _names(value, f"{path}: hooks.disabled")
                 else:
                     raise ConfigError(
                         f"{path}: unknown key {_spell(('hooks', key))!r} (known: timeout, "
-                        f'disabled, or a [hooks."<hook name>"] table)'
+                        f'fail_closed, disabled, or a [hooks."<hook name>"] table)'
                     )
     return flat
 
@@ -332,6 +361,7 @@ def load_config(
             tables.setdefault(key[1], {})[key[2]] = value
     return Config(
         timeout=values.get(("hooks", "timeout"), DEFAULT_TIMEOUT),
+        fail_closed=values.get(("hooks", "fail_closed"), True),
         disabled_hooks=values.get(("hooks", "disabled"), ()),
         hooks={name: HookSettings(**kw) for name, kw in hooks.items()},
         disabled_plugins=values.get(("plugins", "disabled"), ()),

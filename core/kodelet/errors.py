@@ -13,7 +13,12 @@ class HookFailure(KodeletError):
     """A hook ran but its answer cannot be used (exit status, timeout, bad output).
 
     Raised inside one hook's call and caught by the dispatch loop: that hook's
-    failure, never the host's."""
+    failure, never the host's. ``fix`` says what makes it run, when the raiser
+    knows better than the generic advice (a stand-in for a hook that cannot start)."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 def describe(exc: BaseException) -> str:

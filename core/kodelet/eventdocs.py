@@ -144,6 +144,12 @@ print, for editors and for validating a hook in any language.
 - **Several hooks.** Each event's merge rule (below) says how the answers of
   several hooks combine. Order: the call order of [HOSTS.md](HOSTS.md#call-order), as
   `kodelet hooks list` shows it.
+- **Failures.** A hook that fails (timeout, crash, signal, an answer that is not a
+  valid result, an exception, or it cannot start) **blocks** `before_tool_call` and
+  `user_message_send` by default, with a reason naming the hook, what failed and the
+  fix; `fail_closed = false` in `[hooks."<name>"]` (or `[hooks]` for all) lets the
+  call through instead ([SECURITY.md](SECURITY.md#failing-hooks-block-fail-closed)).
+  On the other events a failure is recorded in the trace and the other hooks still run.
 """
 
 

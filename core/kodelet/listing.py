@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import re
-import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from .kinds import Source, Status
 from .loading import PluginInfo
 from .places import DISABLE_SUFFIX
 from .runtime import Runtime
+from .seam import HookEntry
 
 
 def implemented(runtime: Runtime, plugin: Any) -> list[Event]:
@@ -90,7 +89,13 @@ def _row(
     order: int | None,
     status: Status,
     reason: str | None,
+    *,
+    fix: str | None = None,
+    on_failure: str | None = None,
 ) -> dict[str, Any]:
+    """One listing row. ``fix``: what makes a hook that will not run run (``chmod +x
+    PATH``); ``on_failure``: on a blocking event, what a failure of this hook does to
+    the call, "block" or "allow" (it fails open)."""
     return {
         "event": None if event is None else event.value,
         "name": name,
@@ -99,13 +104,31 @@ def _row(
         "order": order,
         "status": status.value,
         "reason": reason,
+        "fix": fix,
+        "on_failure": on_failure,
     }
 
 
 def _file_row(event: Event | None, hook: DiscoveredHook) -> dict[str, Any]:
     """An executable hook file that will not run, under its own name."""
     return _row(event, _shown_name(hook), Source.EXECUTABLE, hook.path, None, hook.status,
-                hook.reason)  # fmt: skip
+                hook.reason, fix=hook.fix)  # fmt: skip
+
+
+def on_failure(runtime: Runtime, event: Event, entry: HookEntry) -> str | None:
+    """What a failure of ``entry`` does on ``event``: None off the blocking events
+    (recorded only); "block" or "allow". A Claude Code hook keeps Claude Code's rule,
+    its own ``onFailure`` (kodelet's ``fail_closed = true`` for it blocks too)."""
+    if not event.blocking:
+        return None
+    if entry.fail_closed:
+        return "block"
+    if entry.source is Source.CLAUDE:
+        claude = runtime.adapters.get(CLAUDE)
+        specs = [] if claude is None else claude.specs
+        if any(s.name == entry.name and s.on_failure == "block" and not s.async_ for s in specs):
+            return "block"
+    return "allow"
 
 
 def hook_rows(
@@ -148,6 +171,7 @@ def hook_rows(
                     i,
                     Status.ACTIVE,
                     entry.note or errors.get(entry.name),
+                    on_failure=on_failure(runtime, event, entry),
                 )
             )
         for hook in discovered:
@@ -237,13 +261,12 @@ def skipped_hooks(runtime: Runtime) -> list[dict[str, Any]]:
             continue
         if hook.reason == NOT_EXECUTABLE and not _is_script(hook.path):
             continue  # a README or notes kept beside the hooks, never meant to run
-        fix = _fix(hook)
         found.append(
             {
                 "name": hook.name,
                 "path": str(hook.path),
                 "reason": hook.reason,
-                "fix": fix,
+                "fix": hook.fix,
                 "native": False,
             }
         )
@@ -267,16 +290,6 @@ def _is_script(path: Path) -> bool:
             return fh.read(2) == b"#!"
     except OSError:
         return False
-
-
-def _fix(hook: DiscoveredHook) -> str | None:
-    """The command that makes a skipped hook runnable, when one command does."""
-    if hook.reason == NOT_EXECUTABLE:
-        return f"chmod +x {shlex.quote(str(hook.path))}"
-    writable = re.fullmatch(r"untrusted: (.+) is group- or world-writable", hook.reason)
-    if writable:
-        return f"chmod go-w {shlex.quote(writable[1])}"
-    return None
 
 
 def suggest(name: str, names: Iterable[str]) -> list[str]:

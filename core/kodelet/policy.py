@@ -20,6 +20,7 @@ import attrs
 from .bounds import BoundsError, bounded_copy, check_model
 from .errors import describe
 from .events import Event
+from .fixes import failure_fix, fix_of
 from .kinds import Source
 from .payloads import (
     AfterToolCallPayload,
@@ -186,13 +187,14 @@ class Reducer:
         return self.stopped
 
     def raised(self, hook: Hook, exc: BaseException, took: float) -> bool:
-        """A hook's failure: logged, recorded, and under ``fail_closed`` a block on
-        the blocking events. Returns True when later hooks must not run."""
+        """A hook's failure: logged, recorded, and under ``fail_closed`` (the default)
+        a block on the blocking events whose reason names the hook, what failed and
+        the fix. Returns True when later hooks must not run."""
         why = describe(exc)
         log.warning("hook %s failed on %s: %s", hook.name, self.event.value, why)
         detail = None
         if hook.fail_closed and self.event.blocking:
-            self.fail_closed(hook.name, why)
+            self.fail_closed(hook.name, f"{why}; {failure_fix(hook.name, why, fix_of(exc))}")
             detail = "fail-closed: blocked"
         self.records.append((hook.name, hook.source, Outcome.ERROR, took, why, detail))
         return self.stopped

@@ -15,9 +15,9 @@ every start; editing, touching or chmod-ing the file asks it again.
 
 The cache decides which event a hook runs on, so it is trusted like a hook: a
 cache file (or directory) that is group- or world-writable or owned by someone
-else is ignored and not written. And it never answers for a fail-closed hook
-(``fresh``): such a hook is always asked, so no entry can move a guardrail off
-its event.
+else is ignored and not written. And it never answers for a hook marked
+``fail_closed = true`` in config.toml (``fresh``): such a hook is always asked, so
+no entry can move a guardrail its user singled out off its event.
 """
 
 from __future__ import annotations

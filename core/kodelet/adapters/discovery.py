@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import errno
 import functools
+import json
 import logging
 import operator
 import os
+import re
+import shlex
 import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -33,6 +36,8 @@ log = logging.getLogger("kodelet.discovery")
 
 DISABLED_IN_CONFIG = "disabled in config.toml"
 NOT_EXECUTABLE = "not executable"
+A_DIRECTORY = "a directory"
+UNKNOWN_NAME = "no hook or plugin of this name (configured in config.toml)"
 
 QUERY_TIMEOUT = 5.0
 QUERY_CAP = 4096
@@ -54,6 +59,9 @@ class Candidate:
     # What lstat said when the directory was listed: the trust check and the cache
     # key judge that one look, not three.
     lstat: os.stat_result | None = attrs.field(default=None, eq=False, repr=False)
+    # Where the listing found it, across all hooks folders: the precedence order of
+    # files queried and files skipped without asking alike.
+    seq: int = attrs.field(default=1 << 30, eq=False, repr=False)
 
     @functools.cached_property
     def path(self) -> Path:
@@ -69,6 +77,10 @@ class DiscoveredHook:
     protocols: tuple[Protocol | str, ...] = ()
     # The file of the same name higher up that runs instead of this one.
     shadowed_by: Path | None = None
+    # False for what is no hook, so blocks in no hook's place unless config.toml marks
+    # its name fail_closed = true: a file without its executable bit or a directory
+    # in a hooks folder (a README, notes), a config.toml table naming nothing.
+    hook: bool = True
 
     @classmethod
     def not_run(
@@ -80,6 +92,11 @@ class DiscoveredHook:
     @property
     def name(self) -> str:
         return self.candidate.name
+
+    @property
+    def fix(self) -> str | None:
+        """What makes this file run (one command when one does), or None."""
+        return skip_fix(self)
 
     @property
     def path(self) -> Path:
@@ -260,6 +277,7 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 location=location,
                 plugin=plugin,
                 plugin_root=plugin_root,
+                seq=len(todo) + len(skipped),
             )
             why = f"hooks directory unreadable: {exc.strerror or exc}"
             skipped.append(DiscoveredHook.not_run(whole, why))
@@ -290,6 +308,7 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 plugin=plugin,
                 plugin_root=plugin_root,
                 lstat=lst,
+                seq=len(todo) + len(skipped),
             )
             if unreachable is not None:
                 skipped.append(DiscoveredHook.not_run(cand, unreachable))
@@ -298,8 +317,8 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
                 skipped.append(DiscoveredHook.not_run(cand, "renamed to .disable", Status.DISABLED))
                 continue
             if not stat.S_ISREG(st.st_mode) or not st.st_mode & 0o111:
-                what = "a directory" if stat.S_ISDIR(st.st_mode) else NOT_EXECUTABLE
-                skipped.append(DiscoveredHook.not_run(cand, what))
+                what = A_DIRECTORY if stat.S_ISDIR(st.st_mode) else NOT_EXECUTABLE
+                skipped.append(DiscoveredHook.not_run(cand, what, hook=False))
                 continue
             if cand.name in seen:
                 above = seen[cand.name].path
@@ -309,6 +328,39 @@ def scan(places: Places) -> tuple[list[tuple[Candidate, Path]], list[DiscoveredH
             seen[cand.name] = cand
             todo.append((cand, trust_root))
     return todo, skipped
+
+
+def skip_fix(hook: DiscoveredHook) -> str | None:
+    """How to make a file that will not run into a hook that runs, in the words of
+    its reason (written here, beside the reasons): None for a hook switched off or
+    shadowed on purpose."""
+    if hook.status is not Status.SKIPPED or hook.shadowed_by is not None:
+        return None
+    path, why = shlex.quote(shown(hook.path)), hook.reason
+    if why == NOT_EXECUTABLE:
+        return f"chmod +x {path}"
+    if why == A_DIRECTORY:
+        return None
+    if why == UNKNOWN_NAME:
+        name = json.dumps(hook.name, ensure_ascii=False)
+        return f"restore the hook, or remove [hooks.{name}] from {hook.path}"
+    if why.startswith("hooks directory unreadable"):
+        return f"chmod u+rx {path}"
+    why = why.removeprefix("untrusted: ")
+    writable = re.fullmatch(r"(.+) is group- or world-writable", why)
+    if writable:
+        return f"chmod go-w {shlex.quote(writable[1])}"
+    owned = re.fullmatch(r"(.+) is owned by uid \d+, .*", why)
+    if owned:
+        return f"make {owned[1]} yours (chown) after checking it, or remove it"
+    if why.startswith(("dangling symlink", "symlink loop", "symlink target")):
+        return f"point the link {path} at an existing file, or remove it"
+    interpreter = re.search(r"interpreter (.+?) \(its #!", why)
+    if interpreter:
+        return f"install {interpreter[1]}, or fix the #! line of {path}"
+    if why.startswith("'hook' query"):
+        return f"make `{path} hook` print its event; run it to see what goes wrong"
+    return f"run `{path} hook` to see why it cannot start"
 
 
 def _unreachable(entry: Path, exc: OSError) -> str:
@@ -497,8 +549,8 @@ def discover(
         if why:
             results.append(DiscoveredHook.not_run(cand, f"untrusted: {why}"))
             continue
-        # A fail-closed guardrail is always asked: no cache entry may move it off its event.
-        guarded = config is not None and config.hook(cand.name).fail_closed
+        # A hook marked fail_closed is always asked: no cache entry may move it off its event.
+        guarded = config is not None and config.hook(cand.name).fail_closed is True
         known = peek(cand.file, st=cand.lstat) if peek is not None and not guarded else None
         if config is not None and not config.hook_enabled(cand.name):
             # Disabled means not run, not even asked: the event is shown only if cached.
@@ -600,9 +652,10 @@ def unknown_names(config: Config, known: set[str]) -> list[str]:
 def unknown_hooks(
     places: Places, config: Config, known: set[str], *, quiet: bool = False
 ) -> list[DiscoveredHook]:
-    """A skipped entry per unknown name with a ``[hooks."<name>"]`` table: with
-    ``fail_closed`` it gets a blocking stand-in, as a fail-closed hook that cannot
-    run does, so a typo or an unreadable directory never silently drops a guardrail."""
+    """A skipped entry per unknown name with a ``[hooks."<name>"]`` table: with its
+    own ``fail_closed = true`` it claims a guard and gets a blocking stand-in, as a
+    hook that cannot run does, so a typo or an unreadable directory never silently
+    drops a guardrail. A table without it (a timeout left behind) blocks nothing."""
     found = []
     for name in unknown_names(config, known):
         if not quiet:
@@ -613,8 +666,7 @@ def unknown_hooks(
             continue
         source = config.sources.get(f'hooks."{name}".fail_closed') or str(places.local_root)
         cand = Candidate(name=name, file=source, location=Location.LOCAL)
-        why = "no hook or plugin of this name (configured in config.toml)"
-        found.append(DiscoveredHook.not_run(cand, why))
+        found.append(DiscoveredHook.not_run(cand, UNKNOWN_NAME, hook=False))
     return found
 
 

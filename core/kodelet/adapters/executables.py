@@ -3,7 +3,7 @@
 Discovery (:mod:`.discovery`, through the cache) finds the files and asks each its
 event; this adapter turns the active ones into seam entries, in the seeds'
 precedence order, with a per-call or persistent runner each, and puts a blocking
-stand-in (:mod:`.standin`) in place of a fail-closed hook that cannot run.
+stand-in (:mod:`.standin`) in place of a hook that cannot run (unless it fails open).
 """
 
 from __future__ import annotations
@@ -61,16 +61,12 @@ class ExecutableAdapter(Adapter):
         self._wired: tuple[BasePayload | None, dict[str, Any]] = (None, {})
         self._active: list[DiscoveredHook] = []  # what gets a runner, in order
         active = {h.name for h in self.discovered if h.status is Status.ACTIVE}
-        for hook in self.discovered:
+        # In precedence order, so a stand-in blocks where its hook would have run.
+        for hook in sorted(self.discovered, key=lambda h: h.candidate.seq):
             if hook.status is Status.ACTIVE and hook.event is not None:
                 self._active.append(hook)
                 self._order[hook.event].append(hook)
-            elif (
-                needs_stand_in(hook)
-                and hook.name not in active
-                and config.hook(hook.name).fail_closed
-                and config.hook_enabled(hook.name)
-            ):
+            elif needs_stand_in(hook, config) and hook.name not in active:
                 for event in Event:
                     guard = stand_in(hook, event)
                     if guard is not None:
@@ -90,7 +86,8 @@ class ExecutableAdapter(Adapter):
         cache unless ``KODELET_NO_CACHE`` is set. ``persistent=False`` runs every hook
         per call, even one that offers ``serve`` (for comparisons). ``natives`` gives
         the native plugins' names, asked only when config.toml names a hook no file
-        has: what no one has gets a warning, and a stand-in if it is fail-closed."""
+        has: what no one has gets a warning, and a stand-in if its table says
+        ``fail_closed = true``."""
         if cache_disabled(env):
             found = discover(places, config, env=env)
         else:

@@ -122,11 +122,22 @@ def _table(rows: list[dict[str, Any]]) -> str:
         ]
         for r in rows
     ]
-    if any(r["reason"] for r in rows):
+    notes = [_note(r) for r in rows]
+    if any(notes):
         headers.append("REASON")
-        for line, r in zip(cells, rows, strict=True):
-            line.append(r["reason"] or "")
+        for line, note in zip(cells, notes, strict=True):
+            line.append(note)
     return render_table(headers, cells, indent="  ")
+
+
+def _note(row: dict[str, Any]) -> str:
+    """A row's reason, its fix, and whether a failure of it lets the call through."""
+    parts = [row["reason"]] if row["reason"] else []
+    if row.get("fix"):
+        parts.append(f"fix: {row['fix']}")
+    if row.get("on_failure") == "allow":
+        parts.append("fails open: a failure lets the call through")
+    return "; ".join(parts)
 
 
 def _read_payload(source: str | None) -> dict[str, Any]:

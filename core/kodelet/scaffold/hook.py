@@ -120,6 +120,24 @@ def _trimmed(value: Any) -> Any:
     return value
 
 
+def failure_note(name: str, event: Event, comment: str) -> str:
+    """What a failure of the new hook does, as its header says it (lines prefixed with
+    ``comment``): on a blocking event it blocks the call unless the hook opts out."""
+    if event.blocking:
+        lines = [
+            "If this hook fails (crashes, times out, prints something that is not a",
+            "result, cannot start), kodelet blocks the call: a guard that cannot decide",
+            "says no. A hook that must never stop the agent opts out in config.toml:",
+            f'[hooks."{name}"] fail_closed = false',
+        ]
+    else:
+        lines = [
+            "If this hook fails, kodelet records it (kodelet hooks run --trace) and",
+            f"the other hooks still run: {event.value} cannot block.",
+        ]
+    return "\n".join(f"{comment} {line}".rstrip() if comment else line for line in lines)
+
+
 def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
     """Write hook ``name`` into ``directory`` (created 0755); never overwrites."""
     if not HOOK_NAME_RE.fullmatch(name) or name.endswith(DISABLE_SUFFIX):
@@ -138,6 +156,7 @@ def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
         event=event.value,
         try_=try_command(event),
         example=EXAMPLES_BY_LANG[lang][event],
+        failure=failure_note(name, event, "#" if lang == "bash" else ""),
     )
     _make_dirs(directory)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
