@@ -224,8 +224,20 @@ def test_fail_closed_hook_that_breaks_denies(claude_project: Path) -> None:
     assert "guard" in spec["permissionDecisionReason"]
 
 
-def test_broken_hook_without_fail_closed_does_not_block(claude_project: Path) -> None:
+def test_broken_hook_denies_by_default(claude_project: Path) -> None:
     write_hook(claude_project / ".kodelet" / "hooks", "guard", BROKEN_PRE)
+    out = answered(hook(pre_tool(claude_project, "ls")))
+    spec = out["hookSpecificOutput"]
+    assert (spec["hookEventName"], spec["permissionDecision"]) == ("PreToolUse", "deny")
+    reason = spec["permissionDecisionReason"]
+    assert reason.startswith("hook guard failed (fail-closed): ")
+    assert reason.endswith('[hooks."guard"] fail_closed = false')
+
+
+def test_broken_hook_with_fail_closed_false_does_not_block(claude_project: Path) -> None:
+    write_hook(claude_project / ".kodelet" / "hooks", "guard", BROKEN_PRE)
+    config = claude_project / ".kodelet" / "config.toml"
+    config.write_text('[hooks."guard"]\nfail_closed = false\n')
     proc = hook(pre_tool(claude_project, "ls"))
     assert (proc.returncode, proc.stdout) == (0, "")
     assert "guard" in proc.stderr

@@ -390,7 +390,9 @@ class Failing:
         raise RuntimeError("boom")
 
 
-def test_a_failing_hook_is_no_action_for_the_host(tmp_path: Path) -> None:
+def test_a_failing_hook_that_fails_open_is_no_action_for_the_host(tmp_path: Path) -> None:
+    (tmp_path / ".kodelet").mkdir()
+    (tmp_path / ".kodelet" / "config.toml").write_text('[hooks."p0"]\nfail_closed = false\n')
     with make_runtime(tmp_path, Failing()) as rt:
         session = Session(rt)
         driver = Driver(session)

@@ -51,6 +51,13 @@ def guarded(project: Path, **kw: Any) -> tuple[Runtime, Path]:
     return load_runtime(cwd=project, entry_points=False, builtins=False, timeout=10, **kw), ran
 
 
+def fails_open(cwd: Path, name: str) -> None:
+    """``fail_closed = false`` for hook ``name``: for tests of which hook a failure is
+    charged to and what runs after it, which a fail-closed block would stop."""
+    (cwd / ".kodelet").mkdir(exist_ok=True)
+    (cwd / ".kodelet" / "config.toml").write_text(f'[hooks."{name}"]\nfail_closed = false\n')
+
+
 def run(rt: Runtime, payload: BasePayload, mode: str) -> Dispatch:
     if mode == "sync":
         return rt.dispatch(payload)
@@ -128,6 +135,7 @@ def test_a_rewrite_over_the_bounds_is_the_rewriting_hooks_failure(project: Path,
     """The attack: a native hook returned a 400-deep input; the next hook failed and
     the trace blamed it. Now the rewriter fails, and the guardrail after it runs on
     the original input."""
+    fails_open(project, "deep")
     rt, ran = guarded(project, plugins=[("deep", DeepRewriter(nested(400)))])
     with rt:
         d = run(rt, BeforeToolCallPayload(tool_name="bash", tool_input={"c": "rm -rf /"}), mode)
@@ -213,6 +221,7 @@ class Answers:
 def test_an_unencodable_native_answer_is_that_hooks_failure(project: Path, answer: Any) -> None:
     """The attack: a block reason with a lone surrogate crashed the CLI after the
     verdict; a rewrite containing \\udcff was charged to the next hook."""
+    fails_open(project, "odd")
     rt, _ran = guarded(project, plugins=[("odd", Answers(answer))])
     with rt:
         d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={"c": "rm -rf /"}))
@@ -380,6 +389,7 @@ def test_an_async_hook_that_swallows_its_cancellation_is_still_timed_out(tmp_pat
                 await asyncio.sleep(0.3)
             return {"blocked": True, "reason": "late"}
 
+    fails_open(tmp_path, "stubborn")  # so a block could only come from its late answer
     with isolated_runtime(tmp_path, ("stubborn", Stubborn()), timeout=0.2) as rt:
         d = rt.dispatch(BeforeToolCallPayload(tool_name="bash"))
     (rec,) = d.trace

@@ -223,12 +223,25 @@ def test_validate_diff_plugin_hook(project: Path, mode: str, tool: str) -> None:
 
 
 @pytest.mark.parametrize("recipe", ["code-review", ""])
-def test_recipe_aware_example_fails_open(project: Path, mode: str, recipe: str) -> None:
+def test_recipe_aware_example_fails_closed_unless_told(
+    project: Path, mode: str, recipe: str
+) -> None:
     """ADR 029's recipe-aware example writes JSON's ``false`` where Python needs
     ``False``, so as printed it dies with a NameError on every run. The adapter
-    treats that as the hook's failure: logged with the stderr tail, and the tool
-    call goes ahead, which is also what the example meant to answer."""
+    treats that as the hook's failure: logged with the stderr tail, and, as for any
+    guard that cannot decide, the call is blocked with the hook, the error and the
+    fix. With ``fail_closed = false`` (what the original Kodelet did with every
+    failure) the tool call goes ahead, which is also what the example meant to answer."""
+    name = "acme/code-review/review-validator"
     install("review-validator", code_review_plugin(project))
+    with make_runtime(project) as rt:
+        d = dispatch(rt, bash_call(project, "ls", "file_edit", recipe_name=recipe), mode)
+    assert d.result.blocked is True
+    assert d.result.reason is not None and d.result.reason.startswith(
+        f"hook {name} failed (fail-closed): exited with status 1: "
+    )
+    assert "NameError: name 'false' is not defined" in d.result.reason
+    (project / ".kodelet" / "config.toml").write_text(f'[hooks."{name}"]\nfail_closed = false\n')
     with make_runtime(project) as rt:
         d = dispatch(rt, bash_call(project, "ls", "file_edit", recipe_name=recipe), mode)
     assert wire(d) == {"blocked": False}
@@ -431,6 +444,11 @@ def test_a_session_with_every_seed_hook(project: Path, mode: str, isolated_home:
     ):
         install(name, global_hooks())
     (project / "foo.txt").write_text("foo\n")
+    # review-validator crashes as printed (see the test above): let it fail open, as the
+    # original Kodelet let every failure, so the session shows the other hooks at work.
+    (project / ".kodelet" / "config.toml").write_text(
+        '[hooks."acme/code-review/review-validator"]\nfail_closed = false\n'
+    )
     with make_runtime(project, builtins=True) as rt:
         assert all(h.status == "active" for h in discovered(rt))
         msg = dispatch(rt, UserMessageSendPayload(message="hi", cwd=str(project)), mode)

@@ -362,6 +362,13 @@ class Custom(BaseException):
     pass
 
 
+def fails_open(cwd: Path) -> None:
+    """``[hooks] fail_closed = false``: for tests of what a failure does to the hooks
+    after it, which a fail-closed block would stop (tests/test_fail_closed.py has those)."""
+    (cwd / ".kodelet").mkdir(exist_ok=True)
+    (cwd / ".kodelet" / "config.toml").write_text("[hooks]\nfail_closed = false\n")
+
+
 @pytest.mark.parametrize(
     "exc",
     [Custom("odd"), GeneratorExit(), asyncio.CancelledError(), ValueError("v")],
@@ -373,6 +380,7 @@ def test_async_impl_failures_never_escape(tmp_path: Path, exc: BaseException, ap
         await asyncio.sleep(0)
         raise exc
 
+    fails_open(tmp_path)
     with isolated(
         tmp_path,
         ("good", plugin(user_message_send=lambda: {"blocked": True, "reason": "good"})),
@@ -431,6 +439,7 @@ def test_async_impl_gets_the_hook_time_limit(tmp_path: Path, api: str) -> None:
     async def own_timeout() -> Any:
         raise TimeoutError("upstream API")
 
+    fails_open(tmp_path)
     with load_runtime(
         cwd=tmp_path,
         entry_points=False,
