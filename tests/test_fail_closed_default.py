@@ -26,7 +26,7 @@ from kodelet.payloads import (
 from kodelet.testing import write_hook
 from kodelet.trace import Dispatch, Outcome
 
-from tests.test_repos import run_kodelet
+from tests.kit.cli import run_kodelet
 
 BLOCKING: dict[Event, BasePayload] = {
     Event.BEFORE_TOOL_CALL: BeforeToolCallPayload(tool_name="bash", tool_input={"command": "ls"}),
@@ -309,16 +309,17 @@ def test_claude_settings_hook_keeps_on_failure(
 
 
 def test_status_lists_hooks_that_will_not_run_and_fail_open(project: Path) -> None:
-    notes = hooks(project) / "guard"
-    notes.write_text(answering(Event.BEFORE_TOOL_CALL, "exit 0"))
-    notes.chmod(0o644)
+    forgotten = hooks(project) / "guard"
+    forgotten.write_text(answering(Event.BEFORE_TOOL_CALL, "exit 0"))
+    forgotten.chmod(0o644)
     write_hook(hooks(project), "audit", answering(Event.BEFORE_TOOL_CALL, "exit 0"))
     config(project, '[hooks."audit"]\nfail_closed = false\n')
     res = run_kodelet("--cwd", str(project), "claude", "status", "--json")
-    assert res.returncode == 0, res.stderr
-    rows = {r["name"]: r for r in json.loads(res.stdout)["hooks"]}
-    assert rows["guard"]["fix"] == f"chmod +x {notes}"
-    assert rows["audit"]["on_failure"] == "allow"
+    status = json.loads(res.stdout)
+    (audit,) = [r for r in status["hooks"] if r["name"] == "audit"]
+    assert audit["on_failure"] == "allow"
+    (guard,) = [r for r in status["not_running"] if r["name"] == "guard"]
+    assert (guard["reason"], guard["fix"]) == ("not executable", f"chmod +x {forgotten}")
     text = run_kodelet("--cwd", str(project), "claude", "status").stdout
-    assert f"guard: not executable; fix: chmod +x {notes}" in text
-    assert "audit (executable) fails open" in text
+    assert "audit (executable) fails open: a failure lets the call through" in text
+    assert f"fix: chmod +x {forgotten}" in text
