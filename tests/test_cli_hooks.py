@@ -284,6 +284,7 @@ def test_no_hooks_keeps_only_builtins(project: Path) -> None:
     (deny,) = [r for r in listed if r["name"] == "deny"]
     assert (deny["status"], deny["event"]) == ("skipped", "before_tool_call")
     assert str(deny["reason"]).startswith("not run: --no-hooks; trusted")
+    assert deny["fix"] is None  # not run on purpose: nothing to fix
     note = "native plugins and executable hooks are switched off; only built-ins run)\n"
     table = run_kodelet("--cwd", str(project), "--no-hooks", "hooks", "list").stdout
     assert table.startswith("(--no-hooks: " + note + "\nbefore_tool_call\n  #  NAME")

@@ -358,6 +358,8 @@ def skip_fix(hook: DiscoveredHook) -> str | None:
     interpreter = re.search(r"interpreter (.+?) \(its #!", why)
     if interpreter:
         return f"install {interpreter[1]}, or fix the #! line of {path}"
+    if why.startswith("not run: "):
+        return None  # looked at without running (--no-exec, --no-hooks): nothing to fix
     if why.startswith("'hook' query"):
         return f"make `{path} hook` print its event; run it to see what goes wrong"
     return f"run `{path} hook` to see why it cannot start"
