@@ -161,7 +161,8 @@ def test_a_hook_that_cannot_import_kodelet_names_the_module_and_the_fix(
     put(repo / ".kodelet" / "hooks", "pinned", f"#!{foreign}\n" + protocol_guard())
     env = env_for(path_without_kodelet(tmp_path))
     _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
-    (line,) = [x for x in err.splitlines() if "pinned" in x]
+    # The skip says why and the fix once; the block in its place (fail-closed) follows.
+    (line,) = [x for x in err.splitlines() if "pinned" in x and " skipped: " in x]
     assert "cannot import 'kodelet'" in line, err
     assert "fix: make its first line #!/usr/bin/env python3" in line, err
     assert "Traceback" not in line and "File " not in line, err
@@ -176,7 +177,8 @@ def test_a_hook_importing_a_module_kodelets_python_lacks_names_it_and_the_fix(
     put(repo / ".kodelet" / "hooks", "needs-more", text)
     env = env_for(path_without_kodelet(tmp_path))
     _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
-    (line,) = [x for x in err.splitlines() if "needs-more" in x]
+    # The skip says why and the fix once; the block in its place (fail-closed) follows.
+    (line,) = [x for x in err.splitlines() if "needs-more" in x and " skipped: " in x]
     assert f"kodelet's own Python ({sys.executable})" in line, err
     assert "cannot import 'nosuchmod_xyz'" in line, err
     assert "pipx inject kodelet nosuchmod_xyz" in line, err
@@ -243,8 +245,10 @@ def test_a_caught_import_error_is_not_taken_for_the_cause(repo: Path, tmp_path: 
     put(repo / ".kodelet" / "hooks", "noisy", text)
     env = env_for(path_without_kodelet(tmp_path))
     _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
-    (line,) = [x for x in err.splitlines() if "noisy" in x]
-    assert "the real reason" in line and "fix:" not in line, err
+    (line,) = [x for x in err.splitlines() if "noisy" in x and " skipped: " in x]
+    assert "the real reason" in line and "cannot import" not in line, err
+    # Only the generic fix of a failing query, no import advice.
+    assert "fix: make `" in line and "pip" not in line and "#!/usr/bin/env" not in line, err
 
 
 @pytest.mark.parametrize("persistent", [True, False])
