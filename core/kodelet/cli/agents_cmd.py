@@ -220,9 +220,14 @@ def failure_lines(on_failure: str, config_error: str | None) -> list[str]:
 
 
 def hook_lines(agent: str, rows: list[dict[str, Any]]) -> list[str]:
-    """The kodelet hooks that run inside ``agent``, in order, as ``status`` lists them."""
+    """The kodelet hooks that run inside ``agent``, in order, as ``status`` lists them,
+    saying which fail open (a failure of theirs lets the call through)."""
     head = f"kodelet hooks that run inside {agent}:" + ("" if rows else " (none)")
-    return [head, *(f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']})" for r in rows)]
+    lines = [head]
+    for r in rows:
+        opens = " fails open: a failure lets the call through" if r["on_failure"] == "allow" else ""
+        lines.append(f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']}){opens}")
+    return lines
 
 
 def failing_open(dialect: Dialect) -> str:
