@@ -215,12 +215,9 @@ def test_from_a_subfolder_the_project_entry_of_claude_and_gemini_does_not_hold(
     assert rows["codex"]["problem"] is None  # Codex reads the project's file from below
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a user-scope entry called from a subfolder takes the subfolder (its"
-    " CLAUDE_PROJECT_DIR) as the project, so the project's guards are off; verify shows it",
-)
 def test_from_a_subfolder_the_user_entry_holds(tmp_path: Path) -> None:
+    """Claude Code started in ``src/deep`` calls a user-scope entry with
+    ``CLAUDE_PROJECT_DIR=src/deep``: the project is still the one above it."""
     root = guarded(tmp_path / "p", BLOCKER)
     deep = root / "src" / "deep"
     deep.mkdir(parents=True)

@@ -121,8 +121,9 @@ def find_project(
     its guards must not stay behind. The nearest directory at or above ``cwd`` holding
     ``.kodelet/`` is the project, whatever repositories lie between; the global root's
     own ``.kodelet`` (``~/.kodelet``) does not count. With none, the nearest holding
-    ``.git``, else ``cwd`` itself. ``CLAUDE_PROJECT_DIR`` in ``env`` (Claude Code sets
-    it for every hook) wins when it names a directory."""
+    ``.git``, else ``cwd`` itself. ``CLAUDE_PROJECT_DIR`` in ``env`` (the folder the
+    agent started in, set for every hook) is where the search starts when it names a
+    directory: a session keeps its project whatever its shell ``cd``s to."""
     # The warm kodelet's lean client finds projects without importing kodelet; this is
     # its function, so the two can never disagree on which project a call is for.
     return Path(

@@ -168,3 +168,21 @@ def test_verify_from_a_subfolder_says_claude_code_never_calls_kodelet(
     data = json.loads(live.stdout)
     got = {c["call"]: c for c in data["agents"][0]["calls"]}
     assert got["rm -rf build"]["outcome"] == "allowed", got
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_verify_live_a_user_scope_entry_holds_from_a_subfolder(
+    tmp_path: Path, venv_bin: Path, agents_bin: Path, agent: str
+) -> None:
+    """Started in ``src/deep`` the agent calls the user-scope entry with its project
+    variable set to ``src/deep``: the guards are still those of the project above."""
+    root = project(tmp_path / "p", BLOCKER)
+    deep = root / "src" / "deep"
+    deep.mkdir(parents=True)
+    run = lambda *a, cwd: kodelet(venv_bin, agents_bin, *a, cwd=cwd, **TRUST)  # noqa: E731
+    assert run(agent, "install", "--scope", "user", cwd=root).returncode == 0
+    args = ["verify", "--agent", agent, "--json", "--expect-block", "rm -rf build"]
+    assert run(*args, cwd=deep).returncode == 0
+    live = run(*args, "--live", cwd=deep)
+    assert live.returncode == 0, live.stdout + live.stderr
+    assert calls(live)["rm -rf build"]["outcome"] == "blocked"

@@ -98,14 +98,17 @@ def identity() -> str:
 
 
 def find_project(cwd: str, env: Mapping[str, str]) -> str:
-    """``CLAUDE_PROJECT_DIR``, else the nearest directory at or above ``cwd`` holding
-    ``.kodelet/`` (not the global root's), past any repository nested in it (a
-    submodule, a ``git init``-ed vendor folder); with none, the nearest holding
-    ``.git``; else ``cwd``. What :func:`kodelet.places.find_project` answers, written
-    here so the lean client needs no kodelet import."""
+    """The nearest directory at or above the session's start holding ``.kodelet/`` (not
+    the global root's), past any repository nested in it (a submodule, a ``git
+    init``-ed vendor folder); with none, the nearest holding ``.git``; else the start.
+    The start is ``CLAUDE_PROJECT_DIR`` (the folder the agent started in, which Claude
+    Code, Gemini CLI and Qwen Code set for every hook) when it names a directory, else
+    ``cwd``: an agent started in ``src/deep`` is in the project above it. What
+    :func:`kodelet.places.find_project` answers, written here so the lean client needs no
+    kodelet import."""
     pinned = env.get("CLAUDE_PROJECT_DIR")
     if pinned and os.path.isabs(pinned) and os.path.isdir(pinned):
-        return pinned
+        cwd = pinned
     start = os.path.abspath(cwd)
     global_root = os.path.abspath(kodelet_home(env))
     repository = None
