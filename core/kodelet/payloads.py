@@ -33,7 +33,7 @@ class UsageInfo:
 class StructuredToolResult:
     """A tool's recorded result; ``tool_name`` is ``toolName`` on the wire."""
 
-    tool_name: str
+    tool_name: str = attrs.field(metadata={"wire": "toolName"})
     success: bool
     error: str | None = None
     metadata: dict[str, Any] | None = None

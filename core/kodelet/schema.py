@@ -21,7 +21,7 @@ import attrs
 from .events import Event
 from .payloads import PAYLOAD_TYPES
 from .results import RESULT_TYPES
-from .wire import WIRE_NAMES, converter
+from .wire import converter, wire_name
 
 __all__ = [
     "DIALECT",
@@ -202,10 +202,9 @@ def _default(field: attrs.Attribute[Any]) -> Any:
 def fields_of(cls: type) -> list[FieldDoc]:
     """The wire fields of an attrs model, in declaration order, with wire names."""
     hints = get_type_hints(cls)
-    renames = WIRE_NAMES.get(cls, {})
     return [
         FieldDoc(
-            name=renames.get(f.name, f.name),
+            name=wire_name(f),
             type=hints[f.name],
             doc=meaning(cls, f.name),
             default=_default(f),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import types
+import typing
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
 import cattrs
@@ -42,9 +44,17 @@ __all__ = [
 ]
 
 
-# Fields whose wire name is not their Python name: the seeds' one camelCase key.
-# The converter and the JSON Schemas (kodelet.schema) both read it.
-WIRE_NAMES: dict[type, dict[str, str]] = {StructuredToolResult: {"tool_name": "toolName"}}
+def wire_name(field: attrs.Attribute[Any]) -> str:
+    """A field's name on the wire: its ``wire`` metadata where it differs from the
+    Python name (the seeds' ``toolName``, Claude Code's camelCase outputs), else the
+    name itself. The one rename table: the converter, the error paths and the JSON
+    Schemas (kodelet.schema) all read it."""
+    name = field.metadata.get("wire")
+    return name if isinstance(name, str) else field.name
+
+
+def _renamed(cls: type) -> dict[str, str]:
+    return {a.name: wire_name(a) for a in attrs.fields(cls) if wire_name(a) != a.name}
 
 
 class WireError(KodeletError, ValueError):
@@ -108,9 +118,11 @@ def _make_converter() -> cattrs.Converter:
 
     def structure_model_fn(cls: type) -> Any:
         # cattrs alone would read a list or a string as a model with every field
-        # defaulted (``"usage": []``): a model must be a JSON object.
-        renames: dict[str, Any] = {
-            k: override(rename=v) for k, v in WIRE_NAMES.get(cls, {}).items()
+        # defaulted (``"usage": []``): a model must be a JSON object. A field marked
+        # ``read_apart`` is never structured here: its reader fills it in itself.
+        renames: dict[str, Any] = {k: override(rename=v) for k, v in _renamed(cls).items()}
+        renames |= {
+            a.name: override(omit=True) for a in attrs.fields(cls) if a.metadata.get("read_apart")
         }
         inner: Any = make_dict_structure_fn(cls, conv, **renames)
 
@@ -123,8 +135,10 @@ def _make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(attrs.has, structure_model_fn)
 
-    camel = override(rename=WIRE_NAMES[StructuredToolResult]["tool_name"])
-    tool_result_unstructure = make_dict_unstructure_fn(StructuredToolResult, conv, tool_name=camel)
+    renames: dict[str, Any] = {
+        k: override(rename=v) for k, v in _renamed(StructuredToolResult).items()
+    }
+    tool_result_unstructure = make_dict_unstructure_fn(StructuredToolResult, conv, **renames)
 
     def unstructure_tool_result(obj: StructuredToolResult) -> dict[str, Any]:
         data = tool_result_unstructure(obj)
@@ -152,31 +166,67 @@ def payload_to_wire(payload: BasePayload) -> dict[str, Any]:
 
 def _format(exc: BaseException, type_: Any) -> str:
     """cattrs' messages, minus Python internals a hook author cannot act on."""
-    args = get_args(type_) if get_origin(type_) is Literal else ()
-    if args:
-        allowed = ", ".join(json.dumps(a) for a in args)
+    args = [a for a in get_args(type_) if a is not type(None)]
+    if get_origin(type_) in (Union, types.UnionType) and len(args) == 1:
+        type_ = args[0]  # an optional field: say what its value may be
+    if get_origin(type_) is Literal:
+        allowed = ", ".join(json.dumps(a) for a in get_args(type_))
         return f"expected one of {allowed}"
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
         return str(exc)
+    if isinstance(exc, KeyError):
+        return "required field missing"
     return format_exception(exc, type_)
 
 
-def _describe(exc: BaseException, what: str) -> str:
+def _wire_path(cls: Any, what: str, path: str) -> str:
+    """``output.stopReason``, not ``output.stop_reason``: a path below ``what`` as the
+    JSON spells it, read field by field down the models it runs through."""
+    if not path.startswith(what):
+        return path
+    out = [what]
+    for part in filter(None, path[len(what) :].split(".")):
+        name, bracket, index = part.partition("[")
+        field = attrs.fields_dict(cls).get(name) if attrs.has(cls) else None
+        if field is None:
+            out.append(part)
+            cls = None
+            continue
+        out.append(wire_name(field) + bracket + index)
+        cls = _model_in(typing.get_type_hints(cls).get(name), bool(bracket))
+    return ".".join(out)
+
+
+def _model_in(hint: Any, item: bool) -> Any:
+    """The attrs class a field's value (or, with ``item``, an item of it) is read as."""
+    for t in (hint, *get_args(hint)):
+        if item and get_origin(t) is list:
+            return _model_in(next(iter(get_args(t)), None), False)
+        if isinstance(t, type) and attrs.has(t):
+            return t
+    return None
+
+
+def _describe(exc: BaseException, what: str, cls: type) -> str:
     if isinstance(exc, cattrs.BaseValidationError):
         problems = cattrs.transform_error(exc, path=what, format_exception=_format)
-        # StructuredToolResult's name is camelCase on the wire: say so in errors too.
-        return "; ".join(p.replace("output.tool_name", "output.toolName") for p in problems)
+        out = []
+        for problem in problems:
+            message, sep, path = problem.rpartition(" @ ")
+            out.append(f"{message}{sep}{_wire_path(cls, what, path)}" if sep else problem)
+        return "; ".join(out)
     return f"{what}: {exc}"
 
 
-def structure(data: Any, cls: type[T], what: str = "$") -> T:
-    """Structure JSON-ish data into ``cls``, raising :class:`WireError` naming the field."""
+def structure(data: Any, cls: type[T], what: str = "$", *, error: type[WireError] = WireError) -> T:
+    """Structure JSON-ish data into ``cls``, raising ``error`` (a :class:`WireError`)
+    whose message names the field as the JSON spells it."""
     if not isinstance(data, Mapping):
-        raise WireError(f"{what}: expected a JSON object, got {type(data).__name__}")
+        raise error(f"{what}: expected a JSON object, got {type(data).__name__}")
     try:
         return converter.structure(dict(data), cls)
     except Exception as exc:  # cattrs raises several exception types
-        raise WireError(_describe(exc, what)) from None
+        raise error(_describe(exc, what, cls)) from None
 
 
 def payload_from_wire(
@@ -198,8 +248,7 @@ def payload_from_wire(
     _known_keys(fields, [a.name for a in attrs.fields(cls)], "payload", strict)
     output = fields.get("tool_output")
     if isinstance(output, Mapping):
-        renamed = WIRE_NAMES[StructuredToolResult]
-        names = [renamed.get(a.name, a.name) for a in attrs.fields(StructuredToolResult)]
+        names = [wire_name(a) for a in attrs.fields(StructuredToolResult)]
         _known_keys(output, names, "payload.tool_output", strict)
     return structure(fields, cls, what="payload")
 

@@ -6,25 +6,20 @@ version must still see them. Outputs are camelCase on the wire (``stopReason``,
 ``hookSpecificOutput``); their Python attributes are snake_case. Callbacks written
 for the Agent SDK spell ``continue_`` and ``async_``; both spellings are read.
 
-Outputs go through a strict converter, as kodelet's own results do: a hook that
+Inputs and outputs go through kodelet's one strict converter (:mod:`kodelet.wire`),
+with the outputs' camelCase names in its one rename table: a hook that
 prints ``{"continue": "no"}`` has failed, with an error naming ``output.continue``,
 rather than been coerced into something its author never meant.
 """
 
 from __future__ import annotations
 
-import types
-import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, ClassVar, Literal, TypeVar, Union
 
 import attrs
-import cattrs
-from cattrs.gen import make_dict_structure_fn, override
-from cattrs.v import format_exception
 
-from ..errors import KodeletError
-from ..wire import converter as _kodelet_converter
+from ..wire import WireError, converter, structure, wire_name
 from .events import EVENTS, HookEvent
 
 T = TypeVar("T")
@@ -32,17 +27,20 @@ T = TypeVar("T")
 PermissionDecision = Literal["allow", "deny", "ask", "defer"]
 
 
-class HookDataError(KodeletError, ValueError):
+class HookDataError(WireError):
     """An input or output did not match Claude Code's shape; the message names the field."""
 
 
-def _wire(name: str, a: attrs.Attribute[Any]) -> str:
-    """A field's wire name: its ``wire`` metadata, else the name in camelCase."""
-    given = a.metadata.get("wire")
-    if isinstance(given, str):
-        return given
-    head, *rest = name.rstrip("_").split("_")
-    return head + "".join(part.capitalize() for part in rest)
+def _camel_case(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    """Outputs are camelCase on the wire (``stop_reason`` is ``stopReason``, ``continue_``
+    is ``continue``): each field's wire name, unless it names its own, goes into the
+    converter's one rename table (:func:`kodelet.wire.wire_name`)."""
+    out = []
+    for a in fields:
+        head, *rest = a.name.rstrip("_").split("_")
+        camel = head + "".join(part.capitalize() for part in rest)
+        out.append(a.evolve(metadata={"wire": camel, **a.metadata}))
+    return out
 
 
 def _keep_null() -> dict[str, bool]:
@@ -212,7 +210,7 @@ INPUT_TYPES: dict[HookEvent, type[HookInput]] = {
 # --- outputs --------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class PreToolUseSpecificOutput:
     hook_event_name: HookEvent = HookEvent.PRE_TOOL_USE
     permission_decision: PermissionDecision | None = None
@@ -221,7 +219,7 @@ class PreToolUseSpecificOutput:
     additional_context: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class PostToolUseSpecificOutput:
     hook_event_name: HookEvent = HookEvent.POST_TOOL_USE
     additional_context: str | None = None
@@ -231,7 +229,7 @@ class PostToolUseSpecificOutput:
     updated_tool_output: Any = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class AdditionalContextOutput:
     """The specific output of the events whose only specific field is additionalContext."""
 
@@ -239,7 +237,7 @@ class AdditionalContextOutput:
     additional_context: str | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class PermissionRequestDecision:
     behavior: Literal["allow", "deny"]
     updated_input: dict[str, Any] | None = None
@@ -248,7 +246,7 @@ class PermissionRequestDecision:
     interrupt: bool | None = None
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class PermissionRequestSpecificOutput:
     hook_event_name: HookEvent = HookEvent.PERMISSION_REQUEST
     decision: PermissionRequestDecision | None = None
@@ -268,7 +266,7 @@ _SPECIFIC_TYPES: dict[HookEvent, type[Any]] = {
 }
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class SyncOutput:
     """What a hook answers when it is done (Claude Code's ``SyncHookJSONOutput``)."""
 
@@ -278,10 +276,13 @@ class SyncOutput:
     decision: Literal["approve", "block"] | None = None
     system_message: str | None = None
     reason: str | None = None
-    hook_specific_output: SpecificOutput | None = None
+    hook_specific_output: SpecificOutput | None = attrs.field(
+        default=None, metadata={"read_apart": True}
+    )
+    """Read by :func:`output_from_wire` itself, which knows the event."""
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=_camel_case)
 class AsyncOutput:
     """ "Go on without me": the hook finishes in the background (``AsyncHookJSONOutput``)."""
 
@@ -292,87 +293,9 @@ class AsyncOutput:
 
 HookOutput = SyncOutput | AsyncOutput
 
-_OUTPUT_TYPES: tuple[type[Any], ...] = (
-    PreToolUseSpecificOutput,
-    PostToolUseSpecificOutput,
-    AdditionalContextOutput,
-    PermissionRequestDecision,
-    PermissionRequestSpecificOutput,
-    SyncOutput,
-    AsyncOutput,
-)
-
-
-# --- the converter --------------------------------------------------------
-
-
-def _make_converter() -> cattrs.Converter:
-    conv = _kodelet_converter.copy()
-
-    def structure_event(value: Any, _: Any) -> HookEvent:
-        if not isinstance(value, str):
-            raise TypeError(f"expected a string, got {type(value).__name__}")
-        return HookEvent(value)
-
-    conv.register_structure_hook(HookEvent, structure_event)
-
-    def structure_any(value: Any, _: Any) -> Any:
-        return value
-
-    conv.register_structure_hook(typing.Any, structure_any)
-    # Read by output_from_wire itself, which knows the event; never by cattrs.
-    conv.register_structure_hook_func(lambda t: t == SpecificOutput | None, structure_any)
-    for cls in _OUTPUT_TYPES:
-        renames: dict[str, Any] = {
-            a.name: override(rename=_wire(a.name, a))
-            for a in attrs.fields(cls)
-            if _wire(a.name, a) != a.name
-        }
-        conv.register_structure_hook(cls, make_dict_structure_fn(cls, conv, **renames))
-    return conv
-
-
-_CONVERTER = _make_converter()
-
-
-def _format(exc: BaseException, type_: Any) -> str:
-    """cattrs' messages, minus Python internals a hook author cannot act on."""
-    args = [a for a in get_args(type_) if a is not type(None)]
-    if get_origin(type_) in (Union, types.UnionType) and len(args) == 1:
-        type_ = args[0]
-    if get_origin(type_) is Literal:
-        allowed = ", ".join(repr(a).replace("'", '"') for a in get_args(type_))
-        return f"expected one of {allowed}"
-    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
-        return str(exc)
-    if isinstance(exc, KeyError):
-        return "required field missing"
-    if isinstance(exc, ValueError) and type_ is HookEvent:
-        return "not a Claude hook event"
-    return format_exception(exc, type_)
-
-
-_WIRE_NAMES = {a.name: _wire(a.name, a) for cls in _OUTPUT_TYPES for a in attrs.fields(cls)}
-
-
-def _wire_path(problem: str) -> str:
-    """Name output fields in an error as the hook author wrote them (``stopReason``)."""
-    message, sep, path = problem.rpartition(" @ ")
-    if not sep:
-        return problem
-    return f"{message} @ " + ".".join(_WIRE_NAMES.get(p, p) for p in path.split("."))
-
 
 def _structure(data: Mapping[str, Any], cls: type[T], what: str) -> T:
-    try:
-        return _CONVERTER.structure(dict(data), cls)
-    except Exception as exc:  # cattrs raises several exception types
-        if isinstance(exc, cattrs.BaseValidationError):
-            problems = cattrs.transform_error(exc, path=what, format_exception=_format)
-            if cls in _OUTPUT_TYPES:
-                problems = [_wire_path(p) for p in problems]
-            raise HookDataError("; ".join(problems)) from None
-        raise HookDataError(f"{what}: {exc}") from None
+    return structure(data, cls, what, error=HookDataError)
 
 
 def _mapping(data: Any, what: str) -> Mapping[str, Any]:
@@ -407,7 +330,7 @@ def input_to_wire(hook_input: HookInput) -> dict[str, Any]:
         value = getattr(hook_input, a.name)
         if value is None and not a.metadata.get("keep_null"):
             continue
-        data[a.name] = _CONVERTER.unstructure(value)
+        data[a.name] = converter.unstructure(value)
         if a.name == "permission_mode":
             data["hook_event_name"] = hook_input.event.value
     for key, value in hook_input.extra.items():
@@ -418,7 +341,7 @@ def input_to_wire(hook_input: HookInput) -> dict[str, Any]:
 # --- outputs on the wire --------------------------------------------------
 
 _SPELLINGS = {"continue_": "continue", "async_": "async"}
-_SYNC_KEYS = {_wire(a.name, a) for a in attrs.fields(SyncOutput)}
+_SYNC_KEYS = {wire_name(a) for a in attrs.fields(SyncOutput)}
 
 
 def _specific_from_wire(
@@ -480,7 +403,7 @@ def _unstructure(obj: Any) -> dict[str, Any]:
             value = _unstructure(value)
         elif isinstance(value, HookEvent):
             value = value.value
-        data[_wire(a.name, a)] = _CONVERTER.unstructure(value)
+        data[wire_name(a)] = converter.unstructure(value)
     return data
 
 
