@@ -362,3 +362,22 @@ def test_status_exits_1_when_the_agent_runs_none_of_kodelets_entries(
     codex = report(kodelet("codex", "status", "--json", cwd=root))
     assert "not trusted by Codex" in codex["not_held_here"]
     assert kodelet("codex", "status", cwd=root).returncode == 1
+
+
+def test_status_tells_a_guard_that_fails_closed_from_one_that_does_not_hold(
+    tmp_path: Path,
+) -> None:
+    """A guard whose interpreter is missing is stood in for (every call it guards is
+    blocked): it holds, and status exits 0; one not executable is no hook: exit 1."""
+    root = guarded(tmp_path / "p", BLOCKER)
+    guard = root / ".kodelet" / "hooks" / "guard"
+    guard.write_text("#!/nonexistent/interpreter\n")
+    assert kodelet("claude", "install", cwd=root).returncode == 0
+    proc = kodelet("claude", "status", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "guard: " in proc.stdout
+    assert "(fails closed: every call it guards is blocked until fixed)" in proc.stdout
+    (row,) = report(kodelet("claude", "status", "--json", cwd=root))["not_running"]
+    assert (row["stand_in"], row["blocking"]) == (True, False)
+    guard.chmod(0o600)
+    assert kodelet("claude", "status", cwd=root).returncode == 1

@@ -180,8 +180,10 @@ BLOCKING_EVENTS = ("before_tool_call", "user_message_send")
 def hooks_not_running(ctx: typer.Context) -> list[dict[str, Any]]:
     """The project's hooks that were meant to run inside an agent but will not (not
     executable, untrusted, cannot start, import error), each with its event (None when
-    it could not be asked), reason, fix, and whether it is a guard that will not hold: one
-    on a blocking event, or on an event nobody could learn."""
+    it could not be asked), reason, fix, whether kodelet stands in for it (failing
+    closed), and whether it is a guard that will not hold: one on a blocking event, or
+    on an event nobody could learn, with no stand-in (not executable, ``fail_closed =
+    false``)."""
     from ..listing import hook_rows, skipped_hooks
     from .common import listing_quietly, make_runtime
 
@@ -192,12 +194,19 @@ def hooks_not_running(ctx: typer.Context) -> list[dict[str, Any]]:
             return []
         try:
             skipped = skipped_hooks(rt)
-            events = {r["path"]: r["event"] for r in hook_rows(rt) if r["status"] != "active"}
+            rows = hook_rows(rt)
         finally:
             rt.close()
+    events = {r["path"]: r["event"] for r in rows if r["status"] != "active"}
+    # A hook that cannot run is stood in for, failing closed, on the blocking events
+    # (listed there as running): it holds, by blocking every call it guards.
+    stood_in = {
+        r["name"] for r in rows if r["status"] == "active" and r["event"] in BLOCKING_EVENTS
+    }
     out = []
     for hook in skipped:
         event = events.get(hook["path"])
+        guard = event is None or event in BLOCKING_EVENTS
         out.append(
             {
                 "name": hook["name"],
@@ -205,7 +214,8 @@ def hooks_not_running(ctx: typer.Context) -> list[dict[str, Any]]:
                 "path": hook["path"],
                 "reason": hook["reason"],
                 "fix": hook["fix"],
-                "blocking": event is None or event in BLOCKING_EVENTS,
+                "stand_in": guard and hook["name"] in stood_in,
+                "blocking": guard and hook["name"] not in stood_in,
             }
         )
     return out
@@ -218,6 +228,8 @@ def not_running_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["", "kodelet hooks that will NOT run:"]
     for r in rows:
         held = " (a guard that does not hold)" if r["blocking"] else ""
+        if r["stand_in"]:
+            held = " (fails closed: every call it guards is blocked until fixed)"
         lines.append(f"  {r['event'] or '?':18} {r['name']}: {r['reason']}{held}")
         if r["fix"]:
             lines.append(f"  {'':18} fix: {r['fix']}")
