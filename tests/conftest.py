@@ -1,16 +1,56 @@
 """Every test runs with HOME and KODELET_HOME in temp dirs: the real ~/.kodelet is never
 touched. Warm kodelets are off unless a test turns them on, and any a test started (in
-its own runtime directory) is stopped when it ends: nothing is left running."""
+its own runtime directory) is stopped when it ends: nothing is left running, and the
+session fails, naming them, if a test left any process of its own behind."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest.register_assert_rewrite("tests.kit")
+
+from tests.kit import processes  # noqa: E402  (after the rewrite is registered)
+
+# How long processes of the run still exiting at the session's end (a warm kodelet told
+# to stop, a killed hook's session) may take before they count as left behind.
+SETTLE = 30.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Mark every process this run starts: each inherits the marker, whoever its parent
+    ends up being. A nested run gets its own."""
+    os.environ[processes.RUN_MARKER] = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a test left a process of its own running, naming each one, and
+    kill them all: nothing of a test run outlives it."""
+    run = os.environ.get(processes.RUN_MARKER)
+    if not run:
+        return
+    processes.wait_for(lambda: not processes.strays(run), SETTLE)
+    left = processes.kill_strays(run)
+    if not left:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(left)} process(es) left running by the tests (killed now):"]
+    lines += [f"  {stray}" for stray in left]
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_sep("=", "processes left behind", red=True)
+        for line in lines:
+            reporter.write_line(line, red=True)
+    else:
+        print("\n".join(lines))
+    if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)
