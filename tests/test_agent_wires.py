@@ -17,7 +17,7 @@ from kodelet.agents import DIALECTS
 from kodelet.agents.opencode import MARKER, plugin_source
 from kodelet.testing import write_hook
 
-from tests.test_agents import bridge as agent_bridge
+from tests.kit.cli import bridge as agent_bridge
 
 GUARD = """#!/bin/bash
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }

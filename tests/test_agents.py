@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kodelet.agents import DIALECTS, Dialect
 from kodelet.testing import write_hook
+
+from tests.kit.cli import bridge
 
 GUARD = """#!/bin/bash
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }
@@ -52,27 +52,6 @@ cat > .kodelet/prompt.json
 def guarded(project: Path) -> Path:
     write_hook(project / ".kodelet" / "hooks", "guard", GUARD)
     return project
-
-
-def bridge(
-    data: Any, *args: str, cwd: Path, lean: bool = False, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    if lean:
-        import kodelet.warm
-
-        script = os.path.join(os.path.dirname(kodelet.warm.__file__), "hook.py")
-        command = [sys.executable, "-I", "-S", script, "claude", "hook", *args]
-    else:
-        command = [sys.executable, "-m", "kodelet", "claude", "hook", *args]
-    return subprocess.run(
-        command,
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def pre_tool(project: Path, tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_claude_bridge import kodelet
-from tests.test_claude_bridge import our_commands as commands
+from tests.kit.claude import our_commands as commands
+from tests.kit.cli import kodelet
 
 AGENTS = {
     "codex": (".codex/hooks.json", ["UserPromptSubmit", "PreToolUse", "PostToolUse"]),

@@ -28,15 +28,11 @@ from kodelet.runtime import Runtime
 from kodelet.testing import write_hook
 from kodelet.wire import result_to_wire
 
+from tests.kit.claude import NO_RM, command, project_settings, script, settings
 from tests.kit.cli import no_traceback, run_kodelet
 
 PY = sys.executable
 
-NO_RM = """#!/bin/bash
-cmd=$(jq -r '.tool_input.command // ""')
-case "$cmd" in *"rm -rf"*) echo "no rm -rf here" >&2; exit 2;; esac
-exit 0
-"""
 
 DECIDE = """#!/bin/bash
 jq -c --arg d "$1" --arg r "$2" \
@@ -55,27 +51,6 @@ data = json.load(sys.stdin)
 print(json.dumps({{"hookSpecificOutput": {{"hookEventName": data["hook_event_name"],
     "additionalContext": "saw " + data["tool_name"]}}}}))
 """
-
-
-def settings(path: Path, hooks: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hooks": hooks}))
-    return path
-
-
-def command(cmd: str, matcher: str | None = None, **extra: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {"hooks": [{"type": "command", "command": cmd, **extra}]}
-    if matcher is not None:
-        entry["matcher"] = matcher
-    return entry
-
-
-def script(project: Path, name: str, text: str) -> str:
-    return str(write_hook(project / ".claude" / "hooks", name, text))
-
-
-def project_settings(project: Path) -> Path:
-    return project / ".claude" / "settings.json"
 
 
 def runtime(project: Path, **kw: Any) -> Runtime:

@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from kodelet.testing import write_hook
 
+from tests.kit.claude import our_commands
+from tests.kit.cli import kodelet
+
 PRE = """#!/bin/bash
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }
 payload=$(cat)
@@ -399,16 +402,6 @@ def test_claude_settings_hooks_are_never_run(claude_project: Path) -> None:
 # -- install / uninstall / status -------------------------------------------------
 
 
-def kodelet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kodelet", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-    )
-
-
 OTHER = {
     "permissions": {"allow": ["Bash(npm run test:*)"]},
     "model": "opus",
@@ -428,13 +421,6 @@ MAPPED = [
     "Stop",
     "SubagentStop",
 ]
-
-
-def our_commands(data: dict[str, Any]) -> dict[str, list[str]]:
-    return {
-        event: [h["command"] for g in groups for h in g["hooks"] if "claude hook" in h["command"]]
-        for event, groups in data.get("hooks", {}).items()
-    }
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kodelet.claude import Matcher, MatcherError
 
+from tests.kit.claude import NO_RM, command, project_settings, script, settings
 from tests.kit.cli import no_traceback, run_before_tool_call, run_kodelet
-from tests.test_claude_adapter import NO_RM, command, project_settings, script, settings
 
 RM = {"command": "rm -rf /"}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -90,3 +91,26 @@ def in_terminal(*args: str, columns: int, cwd: Path | None = None) -> str:
         proc.stderr.close()
     text = b"".join(chunks).decode().replace("\r\n", "\n")
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def bridge(
+    data: Any, *args: str, cwd: Path, lean: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``kodelet claude hook ARGS`` with ``data`` on stdin, as an agent runs it: the full
+    CLI, or with ``lean`` the lean client an installed entry runs."""
+    if lean:
+        import kodelet.warm
+
+        script = os.path.join(os.path.dirname(kodelet.warm.__file__), "hook.py")
+        command = [sys.executable, "-I", "-S", script, "claude", "hook", *args]
+    else:
+        command = [sys.executable, "-m", "kodelet", "claude", "hook", *args]
+    return subprocess.run(
+        command,
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=env,
+    )

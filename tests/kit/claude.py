@@ -1,0 +1,45 @@
+"""Claude Code's settings as the tests write them: a settings file of hooks, one command
+entry, a script under ``.claude/hooks``, a hook that refuses ``rm -rf`` the way Claude
+Code's own hooks do (exit 2), and which of a settings file's hooks are kodelet's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kodelet.testing import write_hook
+
+NO_RM = """#!/bin/bash
+cmd=$(jq -r '.tool_input.command // ""')
+case "$cmd" in *"rm -rf"*) echo "no rm -rf here" >&2; exit 2;; esac
+exit 0
+"""
+
+
+def settings(path: Path, hooks: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"hooks": hooks}))
+    return path
+
+
+def command(cmd: str, matcher: str | None = None, **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"hooks": [{"type": "command", "command": cmd, **extra}]}
+    if matcher is not None:
+        entry["matcher"] = matcher
+    return entry
+
+
+def script(project: Path, name: str, text: str) -> str:
+    return str(write_hook(project / ".claude" / "hooks", name, text))
+
+
+def project_settings(project: Path) -> Path:
+    return project / ".claude" / "settings.json"
+
+
+def our_commands(data: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        event: [h["command"] for g in groups for h in g["hooks"] if "claude hook" in h["command"]]
+        for event, groups in data.get("hooks", {}).items()
+    }
