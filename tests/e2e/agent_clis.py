@@ -22,8 +22,8 @@ from kodelet.agents.standins import gemini as gemini_api
 from kodelet.agents.standins.base import StandIn
 from kodelet.agents.standins.openai import OpenAIAPI, Script
 
-from tests.e2e.conftest import kodelet
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
+from tests.kit.cli import venv_kodelet as kodelet
 
 
 @attrs.frozen

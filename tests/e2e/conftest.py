@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,22 +43,3 @@ def cc_project(tmp_path: Path) -> Path:
     (root / ".kodelet" / "hooks").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
-
-
-def kodelet(
-    venv_bin: Path, *args: str, cwd: Path, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(
-        [str(venv_bin / "kodelet"), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if check and done.returncode != 0:
-        raise AssertionError(
-            f"kodelet {' '.join(args)}: {done.returncode} {done.stdout} {done.stderr}"
-        )
-    return done

@@ -10,8 +10,8 @@ import pytest
 from kodelet.agents.standins.messages import MessagesAPI, Script, text, tool
 from kodelet.integrations.claude_agent_sdk import hooks
 
+from tests.e2e.claude_agent import DANGER_HOOK, REWRITE_HOOK
 from tests.e2e.claude_code import claude_env
-from tests.e2e.test_claude_code import DANGER_HOOK, REWRITE_HOOK
 
 sdk = pytest.importorskip("claude_agent_sdk")
 

@@ -15,48 +15,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 from kodelet.agents.standins.messages import Script, Turn, text, tool
 
-from tests.e2e.claude_code import Run, run_claude
-from tests.e2e.conftest import kodelet
-
-DANGER_HOOK = """#!/bin/bash
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) if grep -q 'danger'; then echo '{"blocked": true, "reason": "no danger here"}'; fi ;;
-esac
-"""
-
-
-@attrs.define
-class Agent:
-    """One project and HOME with kodelet installed into Claude Code's project settings."""
-
-    binary: Path
-    project: Path
-    home: Path
-    venv_bin: Path
-
-    def kodelet(self, *args: str, check: bool = True, cwd: Path | None = None) -> Any:
-        return kodelet(self.venv_bin, *args, cwd=cwd or self.project, check=check)
-
-    def install(self, *args: str) -> None:
-        self.kodelet("claude", "install", "--scope", "project", *args)
-
-    def hook(self, name: str, text_: str) -> Path:
-        path = self.project / ".kodelet" / "hooks" / name
-        path.write_text(text_)
-        path.chmod(0o755)
-        return path
-
-    def config(self, toml: str) -> None:
-        (self.project / ".kodelet" / "config.toml").write_text(toml)
-
-    def run(self, turns: list[Turn] | Script, **kw: Any) -> Run:
-        kw.setdefault("path_prefix", [str(self.venv_bin)])
-        return run_claude(self.binary, self.project, self.home, turns, **kw)
+from tests.e2e.claude_agent import DANGER_HOOK, REDACT_HOOK, REWRITE_HOOK, Agent, payloads, recorder
 
 
 @pytest.fixture
@@ -68,20 +30,6 @@ def agent(claude_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Pat
 
 def bash(command: str) -> Turn:
     return [tool("Bash", command=command, description="run")]
-
-
-def recorder(event: str, out: Path, answer: str = "") -> str:
-    """An executable hook that appends each payload to ``out`` and prints ``answer``."""
-    return f"""#!/bin/bash
-case "$1" in
-  hook) echo {event} ;;
-  run) cat >> {out}; echo >> {out}; printf '%s' '{answer}' ;;
-esac
-"""
-
-
-def payloads(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 # --- blocks ----------------------------------------------------------------
@@ -188,13 +136,6 @@ def test_on_failure_allow_is_an_opt_out_and_status_says_so(agent: Agent) -> None
 
 # --- rewrites and outputs ------------------------------------------------------
 
-REWRITE_HOOK = """#!/bin/bash
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) if grep -q 'touch original'; then echo '{"input": {"command": "touch rewritten"}}'; fi ;;
-esac
-"""
-
 
 def test_a_rewrite_runs_and_keeps_claude_codes_permission_check(agent: Agent) -> None:
     agent.hook("rewrite", REWRITE_HOOK)
@@ -205,18 +146,6 @@ def test_a_rewrite_runs_and_keeps_claude_codes_permission_check(agent: Agent) ->
     run = agent.run([bash("touch original"), [text("fin")]], allowed="Read")
     assert not (agent.project / "rewritten").exists(), run.tool_result_text()
     assert run.result["permission_denials"], run.result
-
-
-REDACT_HOOK = """#!/usr/bin/env python3
-import json, sys
-if sys.argv[1] == "hook":
-    print("after_tool_call")
-else:
-    payload = json.load(sys.stdin)
-    text = json.dumps(payload["tool_output"])
-    if "SECRET123" in text:
-        print(json.dumps({"output": json.loads(text.replace("SECRET123", "[redacted]"))}))
-"""
 
 
 def test_redaction_replaces_the_result_the_model_gets(agent: Agent) -> None:

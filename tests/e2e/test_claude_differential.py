@@ -27,7 +27,7 @@ from kodelet.claude.mapping import kodelet_payload
 from kodelet.claude.types import input_from_wire
 
 from tests.e2e.claude_code import Run, run_claude
-from tests.e2e.conftest import kodelet
+from tests.kit.cli import venv_kodelet as kodelet
 
 DOCS = Path(__file__).parents[2] / "docs" / "CLAUDE.md"
 TOOL = [[tool("Bash", command="touch ran", description="x")], [text("after the tool")]]

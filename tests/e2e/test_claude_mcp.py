@@ -20,8 +20,8 @@ import attrs
 import pytest
 from kodelet.agents.standins.messages import Turn, text, tool
 
+from tests.e2e.claude_agent import DANGER_HOOK, REDACT_HOOK, Agent, payloads, recorder
 from tests.e2e.claude_code import Run
-from tests.e2e.test_claude_code import DANGER_HOOK, REDACT_HOOK, Agent, payloads, recorder
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 TOOLS = "mcp__srv__echo mcp__srv__lookup mcp__srv__store"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kodelet.agents.standins.messages import text, tool
 
-from tests.e2e.test_claude_code import Agent
+from tests.e2e.claude_agent import Agent
 from tests.kit.repos import make_claude_plugin
 
 

@@ -16,9 +16,9 @@ import pytest
 from kodelet.agents.standins.messages import text, tool
 from kodelet.warm import control
 
+from tests.e2e.claude_agent import DANGER_HOOK
 from tests.e2e.claude_code import Run, run_claude
-from tests.e2e.conftest import kodelet
-from tests.e2e.test_claude_code import DANGER_HOOK
+from tests.kit.cli import venv_kodelet as kodelet
 
 TOUCH = "touch marker-{n}  # danger"
 

@@ -114,3 +114,24 @@ def bridge(
         cwd=cwd,
         env=env,
     )
+
+
+def venv_kodelet(
+    venv_bin: Path, *args: str, cwd: Path, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The ``kodelet`` script installed in ``venv_bin`` (first on PATH), as an agent's
+    settings run it; fails the test on a non-zero exit unless ``check`` is false."""
+    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [str(venv_bin / "kodelet"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(
+            f"kodelet {' '.join(args)}: {done.returncode} {done.stdout} {done.stderr}"
+        )
+    return done
