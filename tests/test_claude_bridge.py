@@ -451,9 +451,11 @@ def test_install_keeps_everything_else_and_is_idempotent(
     commands = our_commands(data)
     assert all(len(commands[e]) == 1 for e in MAPPED)
     command = commands["PreToolUse"][0]
-    assert command.endswith(" claude hook")
-    exe = command.rsplit(" claude hook", 1)[0].split(" ")[0]
-    # The shared project file names kodelet on PATH; the others this machine's own.
+    # The shared project file names kodelet on PATH; the others this machine's own, and
+    # their scope, to stand down for a project entry that does the work.
+    tail = " claude hook" if scope == "project" else f" claude hook --scope {scope}"
+    assert command.endswith(tail)
+    exe = command.rsplit(tail, 1)[0].split(" ")[0]
     assert exe == "kodelet" if scope == "project" else os.path.isabs(exe)
     pre = data["hooks"]["PreToolUse"][1]["hooks"][0]
     assert pre["onFailure"] == "block"

@@ -83,6 +83,20 @@ def test_a_subagents_tool_call_is_guarded_and_says_subagent(agent: Agent, tmp_pa
     assert inner["invoked_by"] == "subagent"
 
 
+def test_installed_at_project_and_user_scope_each_hook_runs_once(
+    agent: Agent, tmp_path: Path
+) -> None:
+    """Claude Code runs kodelet's entry of its project settings and that of its user
+    settings for every call; the user's stands down, so each hook runs once."""
+    log = tmp_path / "seen.jsonl"
+    agent.hook("record", recorder("before_tool_call", log))
+    agent.kodelet("claude", "install", "--scope", "user")
+    assert (agent.home / ".claude" / "settings.json").is_file()
+    run = agent.run([bash("touch once-marker"), [text("fin")]])
+    assert (agent.project / "once-marker").exists(), run.tool_result_text()
+    assert [p["tool_input"]["command"] for p in payloads(log)] == ["touch once-marker"]
+
+
 # --- fail closed -------------------------------------------------------------
 
 

@@ -51,7 +51,8 @@ def test_the_lean_client_blocks_through_the_warm_kodelet(
 ) -> None:
     kodelet(venv_bin, "claude", "install", "--scope", "local", cwd=guarded)
     command = settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert " -I -S " in command and command.endswith("kodelet/warm/hook.py claude hook")
+    assert " -I -S " in command
+    assert command.endswith("kodelet/warm/hook.py claude hook --scope local")
     run = session(claude_bin, guarded, isolated_home, venv_bin, 3)
     assert not list(guarded.glob("marker-*"))
     assert [r.get("is_error") for r in run.tool_results()] == [True] * 3

@@ -97,6 +97,17 @@ class Dialect:
     """What the agent's hook file is called in messages; empty: "<title> hooks"."""
     status_notes: tuple[str, ...] = ()
     """What ``kodelet NAME status`` says below the kodelet hooks it lists."""
+    project_env: str = ""
+    """The variable the agent sets for every hook to the folder whose project hook files
+    it read (``CLAUDE_PROJECT_DIR``); empty: not known, so no project entry is ever taken
+    as the one doing the work (:mod:`.installs`)."""
+    project_trust_env: str = ""
+    """A variable that, set to ``true``, makes the agent load a project's hook files
+    without asking for trust (``GEMINI_CLI_TRUST_WORKSPACE``): when named, a project
+    entry counts as running only with it set."""
+    sources_flag: str = ""
+    """The agent's command-line flag that can leave some scopes' files out (Claude Code's
+    ``--setting-sources user,project,local``)."""
     empty_prompt_typed: bool = False
     """An empty prompt is one the user sent (Claude Code); False: the agent fires its
     prompt event with an empty prompt on its own turns (Qwen Code's after a tool round),
@@ -124,6 +135,11 @@ class Dialect:
             inside = Path(where[2:]).parts[1:]
             return Path(env[self.home_env]).resolve().joinpath(*inside)
         return Path(env.get("HOME") or Path.home()) / where[2:]
+
+    def project_dir(self, env: Mapping[str, str]) -> Path | None:
+        """The folder whose project hook files the agent read, from ``project_env``."""
+        where = env.get(self.project_env) if self.project_env else None
+        return Path(where) if where else None
 
     # --- names, both ways ---------------------------------------------------
 

@@ -190,7 +190,9 @@ def _setup_logging() -> None:
     logging.basicConfig(level=level, format="kodelet: %(levelname)s: %(message)s")
 
 
-USAGE = "kodelet claude hook [--agent NAME] [--trace] [--trace-file PATH] [--no-hooks]"
+USAGE = (
+    "kodelet claude hook [--agent NAME] [--scope SCOPE] [--trace] [--trace-file PATH] [--no-hooks]"
+)
 HELP = f"""Usage: {USAGE}
 
   The command Claude Code runs: one hook input on stdin, kodelet's answer on
@@ -200,6 +202,9 @@ HELP = f"""Usage: {USAGE}
 Options:
   --agent NAME       The input and answer are agent NAME's (codex, qwen, ...;
                      docs/AGENTS.md), not Claude Code's.
+  --scope SCOPE      This is the agent's entry of SCOPE (user, local): it answers
+                     nothing when an entry of an earlier scope does the work, so
+                     kodelet installed twice runs each hook once.
   --trace            One JSON line per hook called, on stderr.
   --trace-file PATH  The same lines, appended to PATH.
   --no-hooks         Only the built-ins run.
@@ -217,11 +222,14 @@ class Options:
     help: bool = False
     agent: Dialect = DEFAULT
     """The :class:`kodelet.agents.Dialect` of ``--agent NAME``; Claude Code's without."""
+    scope: str | None = None
+    """``--scope``: the scope of the agent's hook file this entry is in (:mod:`.installs`)."""
 
 
 def parse_args(argv: Sequence[str]) -> Options:
     args = list(argv)
     trace, trace_file, no_hooks, wants_help, agent = False, None, None, False, DEFAULT
+    scope = None
     while args:
         arg = args.pop(0)
         if arg == "--trace":
@@ -237,11 +245,13 @@ def parse_args(argv: Sequence[str]) -> Options:
                 agent = dialect(args.pop(0))
             except LookupError as exc:
                 raise HookInputError(str(exc)) from None
+        elif arg == "--scope" and args:
+            scope = args.pop(0)
         elif arg in ("-h", "--help"):
             wants_help = True
         else:
             raise HookInputError(f"unknown option {arg!r} (usage: {USAGE})")
-    return Options(trace, trace_file, no_hooks, wants_help, agent)
+    return Options(trace, trace_file, no_hooks, wants_help, agent, scope)
 
 
 def read_input(raw: bytes) -> dict[str, Any]:
@@ -269,10 +279,12 @@ def answer(
     stderr: IO[str],
     env: Mapping[str, str] | None = None,
     runtimes: RuntimeSource | None = None,
+    caller: int | None = None,
 ) -> tuple[str, int]:
     """(stdout, exit code) for one hook input: what ``kodelet claude hook`` prints, in
     this process or in a warm kodelet. Never a traceback, and never a silent "go ahead"
-    when kodelet itself failed."""
+    when kodelet itself failed. ``caller`` is the process the agent started for the call
+    (None: not known), which says what the agent was told to load (:mod:`.installs`)."""
     trace: IO[str] | None = None
     data: dict[str, Any] | None = None
     agent = DEFAULT
@@ -287,6 +299,13 @@ def answer(
         elif options.trace:
             trace = stderr
         raw_input = read_input(raw)
+        if options.scope is not None:
+            from .installs import stands_down
+
+            event = raw_input.get("hook_event_name")
+            where = os.environ if env is None else env
+            if stands_down(agent, options.scope, event, where, caller):
+                return agent.speak(None, 0, raw_input)  # that entry answers this call
         data = agent.to_claude(raw_input)
         out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)
     except Exception as exc:
@@ -310,7 +329,7 @@ def main(argv: Sequence[str] | None = None, raw: bytes | None = None) -> int:
     if raw is None:
         wants_help = any(a in ("-h", "--help") for a in argv)
         raw = b"" if wants_help else sys.stdin.buffer.read(INPUT_CAP + 1)
-    out, code = answer(raw, argv, stderr=sys.stderr)
+    out, code = answer(raw, argv, stderr=sys.stderr, caller=os.getpid())
     if out:
         sys.stdout.write(out)
         sys.stdout.flush()

@@ -36,5 +36,7 @@ CLAUDE = Dialect(
         "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
         " shows them).",
     ),
+    project_env="CLAUDE_PROJECT_DIR",
+    sources_flag="--setting-sources",
     empty_prompt_typed=True,
 )

@@ -107,6 +107,9 @@ GEMINI = GeminiDialect(
     },
     fails_open=True,
     claude_transcript=False,
+    # Gemini CLI sets Claude Code's variable for its hooks too.
+    project_env="CLAUDE_PROJECT_DIR",
+    project_trust_env="GEMINI_CLI_TRUST_WORKSPACE",
     notes=(
         "Gemini CLI reads a project's .gemini/settings.json, hooks included, only in a"
         " trusted folder (trust it in gemini, or GEMINI_CLI_TRUST_WORKSPACE=true);"

@@ -22,6 +22,7 @@ from typing import Any
 import typer
 
 from ..agents import DEFAULT, DIALECTS, Dialect
+from ..agents.installs import lean_command
 from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
 from ..config import ConfigError, load_config
 from ..places import Places
@@ -31,7 +32,6 @@ from .hook_files import (
     SettingsError,
     begin_change,
     command_problem,
-    lean_command,
     read_settings,
     with_ours,
     without_ours,
@@ -48,11 +48,14 @@ def hook_command(dialect: Dialect, scope: str) -> str:
     """What the agent's file of ``scope`` runs. The project file is shared with the team,
     so it names ``kodelet`` as found on each teammate's PATH; the others are this
     machine's, so they run this interpreter's lean client of the warm kodelet directly
-    (no site, no kodelet import: docs/HOSTS.md)."""
+    (no site, no kodelet import: docs/HOSTS.md). Where the agent says where its project
+    is, they name their scope, to stand down for an entry of an earlier scope that does
+    the work (:mod:`kodelet.agents.installs`)."""
     agent = () if dialect is DEFAULT else ("--agent", dialect.name)
     if scope == "project":
         return " ".join((PROJECT_COMMAND, *agent))
-    return lean_command("claude", "hook", *agent)
+    named = ("--scope", scope) if dialect.project_env else ()
+    return lean_command("claude", "hook", *agent, *named)
 
 
 def config_path(dialect: Dialect, scope: str, cwd: Path) -> Path:
@@ -237,6 +240,44 @@ def failing_open(dialect: Dialect) -> str:
     )
 
 
+def who_works(dialect: Dialect, scopes: list[dict[str, Any]], cwd: Path) -> None:
+    """Fill in each scope's ``works`` (its entries run kodelet's hooks; None: nothing
+    installed) and ``work`` (what ``status`` says of it when kodelet is installed at more
+    than one scope): one entry does the work, the others stand down, as the bridge
+    decides for each call (:func:`kodelet.agents.installs.stands_down`)."""
+    from ..agents.installs import ORDER, declared_scope, worker
+
+    installed = [s for s in scopes if s["events"]]
+    for s in scopes:
+        s["works"], s["work"] = (True if s["events"] else None), None
+    if len(installed) < 2:
+        return
+    project = cwd if dialect.project_env else None
+    event = dialect.agent_event("PreToolUse")
+    found = worker(dialect, event, os.environ, project, os.getpid())
+    for s in installed:
+        named = {declared_scope(c) for c in s["commands"]}
+        own = named.pop() if len(named) == 1 else None
+        if found == s["scope"]:
+            s["work"] = "yes (one run per event)"
+        elif found is not None and own == s["scope"] and ORDER.index(found) < ORDER.index(own):
+            s["works"] = False
+            s["work"] = f"no, the {found} entry does (this one stands down)"
+        elif found is not None and ORDER.index(found) > ORDER.index(s["scope"]):
+            s["work"] = f"no, kodelet cannot be sure it runs here, so the {found} entry does"
+        elif found is not None:
+            again = f"`kodelet {dialect.name} install --scope {s['scope']}`"
+            s["work"] = (
+                f"yes, and so does the {found} entry: every hook runs twice (this entry"
+                f" names no scope; {again} again writes one that stands down)"
+            )
+        else:
+            s["work"] = (
+                "yes (kodelet cannot tell that the agent runs the other entries, so each"
+                " runs its hooks)"
+            )
+
+
 def scope_lines(dialect: Dialect, s: dict[str, Any]) -> list[str]:
     """One scope of ``status``: where, which events, and what kodelet's entries say."""
     where = ", ".join(s["events"]) if s["events"] else "not installed"
@@ -250,6 +291,8 @@ def scope_lines(dialect: Dialect, s: dict[str, Any]) -> list[str]:
         if dialect.on_failure_key:
             guarded = ", ".join(s["blocks_on_failure"]) or "none"
             lines.append(f"{'':8}   blocks when kodelet cannot run: {guarded}")
+        if s.get("work"):
+            lines.append(f"{'':8}   does the work: {s['work']}")
     return lines + [f"{'':8}   problem: {p}" for p in s["command_problems"]]
 
 
@@ -257,6 +300,7 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
     """``kodelet NAME status``."""
     cwd = state(ctx).cwd
     scopes = [scope_state(dialect, s, cwd) for s in dialect.config]
+    who_works(dialect, scopes, cwd)
     on_failure, config_error, rows = bridged_hooks(ctx)
     fails_open = failing_open(dialect) if dialect.fails_open else None
     from .verify_cmd import (

@@ -19,7 +19,6 @@ import os
 import shlex
 import shutil
 import stat
-import sys
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
@@ -38,17 +37,6 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 
 class SettingsError(KodeletError):
     """A settings file kodelet will not edit; the message says why and what to do."""
-
-
-def lean_command(*args: str) -> str:
-    """This interpreter's lean client of the warm kodelet, by absolute path, with
-    ``args``: no site, no kodelet import per call (docs/HOSTS.md), and no venv to
-    activate."""
-    from ..warm import client
-
-    lean = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
-    words = [sys.executable, "-I", "-S", lean, *args]
-    return " ".join(shlex.quote(w) for w in words)
 
 
 def command_problem(command: str) -> str | None:

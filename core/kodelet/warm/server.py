@@ -222,7 +222,7 @@ class Server:
                     log.info("a client gave its call up before it was taken; not run")
                     return
                 conn.settimeout(None)
-                conn.sendall(self.respond(req))
+                conn.sendall(self.respond(req, peer_pid(conn)))
             except Exception:
                 log.exception("a call failed")
 
@@ -238,7 +238,7 @@ class Server:
             return None, self._reply(f"refused: unknown op {req.op!r}", 2)
         return req, b""
 
-    def respond(self, req: protocol.Request) -> bytes:
+    def respond(self, req: protocol.Request, caller: int | None = None) -> bytes:
         if req.op == "status":
             return self._reply("ok", 0, json.dumps(self.status()).encode())
         if req.op == "stop":
@@ -246,12 +246,12 @@ class Server:
             return self._reply("ok", 0)
         if req.op == "dispatch":
             return self._dispatch(req.args, req.body)
-        return self._claude_hook(req)
+        return self._claude_hook(req, caller)
 
     def _reply(self, status: str, code: int, out: bytes = b"", err: bytes = b"") -> bytes:
         return protocol.reply(status, code, out, err, self.identity)
 
-    def _claude_hook(self, req: protocol.Request) -> bytes:
+    def _claude_hook(self, req: protocol.Request, caller: int | None) -> bytes:
         env = dict(self.env)
         if req.pinned:
             env["CLAUDE_PROJECT_DIR"] = req.pinned
@@ -261,7 +261,7 @@ class Server:
             os.path.join(req.cwd, a) if prev == "--trace-file" else a
             for prev, a in zip(["", *req.args], req.args, strict=False)
         ]
-        out, code, err = self.answer(req.body, args, env)
+        out, code, err = self.answer(req.body, args, env, caller)
         return self._reply("ok", code, out.encode(), err.encode())
 
     @contextlib.contextmanager
@@ -301,14 +301,17 @@ class Server:
         }
         return self._reply("ok", 0, json.dumps(out, ensure_ascii=False).encode())
 
-    def answer(self, raw: bytes, args: list[str], env: dict[str, str]) -> tuple[str, int, str]:
+    def answer(
+        self, raw: bytes, args: list[str], env: dict[str, str], caller: int | None = None
+    ) -> tuple[str, int, str]:
         """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the
-        kept runtime."""
+        kept runtime; ``caller`` is the hook command's process, when known."""
         from ..agents.bridge import answer
 
         err = io.StringIO()
         with self._call():
-            out, code = answer(raw, args, stderr=err, env=env, runtimes=self.lender(env))
+            lend = self.lender(env)
+            out, code = answer(raw, args, stderr=err, env=env, runtimes=lend, caller=caller)
         return out, code, err.getvalue()
 
     def answer_http(self, raw: bytes) -> tuple[str, int]:
@@ -462,6 +465,17 @@ class Server:
                     lent.runtime.close()
             os.close(fd)
         return 0
+
+
+def peer_pid(conn: socket.socket) -> int | None:
+    """The process at the other end of ``conn`` (the hook command an agent started): what
+    that agent was told to load is read from the command lines above it. None where the
+    system does not say."""
+    try:
+        cred = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # pid, uid, gid
+    except (AttributeError, OSError):
+        return None
+    return int.from_bytes(cred[0:4], sys.byteorder) or None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,221 @@
+"""Which of kodelet's entries in an agent's hook files does the work for an event.
+
+kodelet installed at two scopes of one agent (a project's shared file and the user's
+own file) is two entries for every event, and the agent runs both: every hook would
+run twice, and Gemini CLI would show a rewrite's note twice. The entries kodelet
+writes outside the project file name their scope (``--scope user``). Such an entry
+stands down, answering nothing, when an entry earlier in :data:`ORDER` holds the same
+event and is sure to run. That is decided from the files on disk and the agent's own
+command line, never from timing: the first entry in that order that will run does the
+work. An entry that names no scope (the shared project file, or one a user wrote)
+never stands down, so at least one entry always runs; where kodelet cannot be sure
+(an agent that does not say where its project is, an HTTP entry, a file it cannot
+read, a project left out by the agent's ``--setting-sources``), both run as before.
+
+A checkout writes its own ``.claude/``, so an entry counts as doing the work only when it
+runs this very kodelet: the project file's exactly as install writes it (``kodelet claude
+hook``, found on the agent's PATH outside the project), a local file's this
+interpreter's lean client by absolute path. A planted ``./kodelet`` never stands the
+user's entry down.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .base import Dialect
+
+ORDER = ("project", "local", "user")
+"""Who does the work first: the project's shared entry, then this machine's entry for
+the project, then the user's own."""
+BLOCKING = ("PreToolUse", "UserPromptSubmit")
+
+
+def declared_scope(command: str) -> str | None:
+    """The scope a hook command names (``... claude hook --scope user``), or None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for i, word in enumerate(words[:-1]):
+        if word == "--scope":
+            return words[i + 1]
+    return None
+
+
+def lean_command(*args: str) -> str:
+    """This interpreter's lean client of the warm kodelet, by absolute path, with
+    ``args``: no site, no kodelet import per call (docs/HOSTS.md), and no venv to
+    activate."""
+    lean = Path(__file__).resolve().parent.parent / "warm" / "hook.py"
+    return " ".join(shlex.quote(w) for w in [sys.executable, "-I", "-S", str(lean), *args])
+
+
+def runs_this_kodelet(
+    dialect: Dialect, scope: str, command: str, env: Mapping[str, str], project: Path
+) -> bool:
+    """``command`` is the entry install writes for ``scope`` and starts this kodelet
+    with the agent's ``env``: the shared file's ``kodelet claude hook``, found on PATH
+    outside ``project``; any other file's this interpreter's lean client."""
+    from ..claude.installed import PROJECT_COMMAND
+    from . import DEFAULT
+
+    agent = [] if dialect is DEFAULT else ["--agent", dialect.name]
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if scope != "project":
+        return words == shlex.split(lean_command("claude", "hook", *agent, "--scope", scope))
+    if words != [*PROJECT_COMMAND.split(), *agent]:
+        return False
+    found = shutil.which(words[0], path=env.get("PATH", os.defpath))
+    if found is None:
+        return False
+    real = Path(os.path.realpath(found))
+    return not real.is_relative_to(os.path.realpath(project))
+
+
+def _own_entries(data: Mapping[str, Any], event: str) -> Iterator[dict[str, Any]]:
+    """kodelet's entries for ``event`` that fire for every call of it (no narrower
+    matcher)."""
+    from ..claude.installed import is_own
+
+    hooks = data.get("hooks")
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    for group in groups if isinstance(groups, list) else ():
+        if not isinstance(group, dict) or group.get("matcher") not in (None, "", "*"):
+            continue
+        inner = group.get("hooks")
+        for hook in inner if isinstance(inner, list) else ():
+            if is_own(hook):
+                yield hook
+
+
+def runs(
+    dialect: Dialect, scope: str, path: Path, event: str, env: Mapping[str, str], project: Path
+) -> bool:
+    """The agent's file ``path`` (of ``scope``) holds a kodelet entry for ``event`` that
+    will run this kodelet for every call of it, and blocks the call should it fail."""
+    from ..adapters.claude_settings import SettingsFileError, read_settings_file
+
+    try:
+        text, data = read_settings_file(path, dialect.what)
+    except SettingsFileError:
+        return False
+    if text is None or data.get("disableAllHooks") is True:
+        return False
+    blocking = dialect.claude_event(event) in BLOCKING
+    for hook in _own_entries(data, event):
+        command = hook.get("command")
+        if hook.get("type", "command") != "command" or not isinstance(command, str):
+            continue  # an HTTP entry runs only while its warm kodelet does
+        if dialect.on_failure_key and blocking and hook.get("onFailure") != "block":
+            continue  # should it fail to start, the call would go through
+        if runs_this_kodelet(dialect, scope, command, env, project):
+            return True
+    return False
+
+
+def worker(
+    dialect: Dialect,
+    event: str,
+    env: Mapping[str, str],
+    project: Path | None,
+    caller: int | None,
+) -> str | None:
+    """The scope whose kodelet entry does the work for the agent's ``event``: the first
+    in :data:`ORDER` sure to run; None when none is. ``project`` is the folder whose
+    files the agent reads (None: not known, so only the user's file counts); ``caller``
+    the process the agent started for the hook (None: not known)."""
+    for scope in ORDER:
+        if scope not in dialect.config or (scope != "user" and project is None):
+            continue
+        where = project or Path("/")
+        path = dialect.config_path(scope, where, env)
+        if runs(dialect, scope, path, event, env, where) and loads(dialect, scope, env, caller):
+            return scope
+    return None
+
+
+def loads(dialect: Dialect, scope: str, env: Mapping[str, str], caller: int | None) -> bool:
+    """The agent that started the process ``caller`` (None: not known) surely reads its
+    hook file of ``scope``: a project's only when trusted, any scope only when the
+    agent's ``sources_flag`` does not leave it out."""
+    trusted = env.get(dialect.project_trust_env, "").lower() == "true"
+    if scope != "user" and dialect.project_trust_env and not trusted:
+        return False
+    if not dialect.sources_flag:
+        return True
+    if caller is None:
+        return False
+    for args in ancestors_args(caller):
+        value = flag_value(args, dialect.sources_flag)
+        if value is not None:
+            return scope in value.split(",")
+    return True
+
+
+def stands_down(
+    dialect: Dialect, scope: str, event: Any, env: Mapping[str, str], caller: int | None
+) -> str | None:
+    """The scope that does the work instead of this entry of ``scope`` (the one the
+    command names), or None when this entry is to run."""
+    if scope not in ORDER or not isinstance(event, str):
+        return None
+    found = worker(dialect, event, env, dialect.project_dir(env), caller)
+    if found is not None and ORDER.index(found) < ORDER.index(scope):
+        return found
+    return None
+
+
+def ancestors_args(pid: int, depth: int = 12) -> Iterator[list[str]]:
+    """The command lines of ``pid`` and the processes above it (Linux ``/proc``, else
+    ``ps``); stops where they cannot be read."""
+    for _ in range(depth):
+        if pid <= 1:
+            return
+        args, parent = _process(pid)
+        if args is None:
+            return
+        yield args
+        pid = parent
+
+
+def _process(pid: int) -> tuple[list[str] | None, int]:
+    proc = Path("/proc") / str(pid)
+    try:
+        raw = (proc / "cmdline").read_bytes()
+        stat = (proc / "stat").read_text()
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        return [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0") if a], parent
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "ppid=", "-o", "args=", "-p", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.split(None, 1)
+        return (out[1].split() if len(out) > 1 else []), int(out[0])
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return None, 0
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    """The value of ``flag`` in a command line (``--flag v`` or ``--flag=v``), or None."""
+    for i, arg in enumerate(args):
+        if arg == flag:
+            return args[i + 1] if i + 1 < len(args) else ""
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1 :]
+    return None
