@@ -308,9 +308,13 @@ def test_an_untrusted_hook_is_named_with_the_chmod_that_fixes_it(project: Path) 
     hooks.chmod(0o775)
     run = ["hooks", "run", "before_tool_call", "-p", "-"]
     res = kodelet(project, *run, stdin='{"tool_name": "x"}')
-    assert res.stderr.startswith("kodelet: warning: hook guard skipped: untrusted: ")
-    assert res.stderr.endswith(f"(fix: chmod go-w {hooks})\n") and res.stderr.count("\n") == 1
-    fix = res.stderr.split("(fix: ")[1].rstrip(")\n")
+    skipped = res.stderr.splitlines()[0]
+    assert skipped.startswith("kodelet: warning: hook guard skipped: untrusted: ")
+    assert skipped.endswith(f"(fix: chmod go-w {hooks})")
+    # It might be a guard: until fixed it blocks in its place, with the same fix.
+    assert json.loads(res.stdout)["blocked"] is True
+    assert f"fix: chmod go-w {hooks}" in json.loads(res.stdout)["reason"]
+    fix = skipped.split("(fix: ")[1].rstrip(")")
     subprocess.run(shlex.split(fix), check=True)
     fixed = kodelet(project, *run, stdin='{"tool_name": "x"}')
     assert fixed.stderr == ""
