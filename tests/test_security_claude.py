@@ -361,7 +361,7 @@ def test_an_emit_sink_gets_bounded_records_for_a_flood_of_lines(tmp_path: Path) 
     assert isinstance(response, HookResponse) and response.result is result
     assert len(response.stderr) <= 4096 and response.stderr.endswith("e\nend")
     assert len(response.stdout) <= 1024 * 1024
-    assert elapsed < 15
+    assert elapsed < 120  # bounded, with room for a loaded machine (20 s seen on two busy cores)
 
 
 # -- item 13: async command hooks are bounded; a stuck callback never holds the exit ------
