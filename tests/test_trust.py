@@ -5,8 +5,10 @@ Tests run as root, so "another user" is a made-up uid given with ``os.chown``.""
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,24 @@ from kodelet.runtime import Runtime
 from kodelet.testing import discovered, write_hook
 
 OTHER_UID = 12345
+
+
+def shared_gid() -> int:
+    """An existing group that is not the current user's private group: another
+    account's primary group (group write by it lets that account write)."""
+    mine = pwd.getpwuid(os.geteuid())
+    for user in pwd.getpwall():
+        if user.pw_uid != mine.pw_uid and user.pw_gid != mine.pw_gid:
+            return user.pw_gid
+    pytest.skip("no other account's group on this machine")
+
+
+def group_writable(path: Path) -> str:
+    """Make ``path`` group-writable by a group others are in; the reason that gives."""
+    gid = shared_gid()
+    os.chown(path, -1, gid)
+    name = grp.getgrgid(gid).gr_name
+    return f"{path} is group-writable by group {name}, which is not its owner's private group"
 
 
 def script(marker: Path) -> str:
@@ -58,9 +78,12 @@ def test_writable_hook_file_is_not_run(project: Path, hooks: Path, mode: int) ->
     marker = project / "ran"
     path = write_hook(hooks, "guard", script(marker))
     path.chmod(mode)
+    why = f"{path} is group- or world-writable"
+    if not mode & 0o002:  # group write only: refused when the group is not private
+        why = group_writable(path)
     status, reason = run_once(project)["guard"]
     assert status == "skipped"
-    assert reason == f"untrusted: {path} is group- or world-writable"
+    assert reason == f"untrusted: {why}"
     assert not marker.exists()
 
 
@@ -110,8 +133,9 @@ def test_global_root_is_checked_too(project: Path, kodelet_home: Path) -> None:
     marker = project / "ran"
     write_hook(kodelet_home / "hooks", "global-guard", script(marker))
     kodelet_home.chmod(0o770)
+    why = group_writable(kodelet_home)
     status, reason = run_once(project)["global-guard"]
-    assert (status, reason) == ("skipped", f"untrusted: {kodelet_home} is group- or world-writable")
+    assert (status, reason) == ("skipped", f"untrusted: {why}")
     kodelet_home.chmod(0o755)
     assert run_once(project)["global-guard"] == ("active", "")
 

@@ -221,21 +221,39 @@ def remove_unchanged(path: str | os.PathLike[str], expect: str) -> None:
     os.unlink(path)
 
 
+def make_private_dirs(directory: str | os.PathLike[str]) -> None:
+    """Create ``directory`` and its missing parents, each 0700 whatever the umask:
+    under ``umask 002`` a folder kodelet made would otherwise be group-writable, and
+    the trust rule (docs/SECURITY.md) may then refuse the hooks kept in it."""
+    missing: list[Path] = []
+    current = Path(directory)
+    while not os.path.lexists(current) and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue  # made meanwhile by someone else: theirs, not ours to chmod
+        os.chmod(path, 0o700)
+
+
 def write_atomically(
     path: str | os.PathLike[str], text: str, mode: int | None = None, expect: Any = UNSET
 ) -> None:
     """Replace ``path`` with ``text``: the new file keeps the old one's permissions
-    (0644 when there was none) unless ``mode`` is given; the temporary file is removed
+    (0600 when there was none, in folders made 0700: kodelet's files are private
+    whatever the umask) unless ``mode`` is given; the temporary file is removed
     if anything fails. With ``expect`` (the text read before, None for no file), the
     file is compared again just before it is replaced and :class:`ChangedError` raised
     if someone else wrote it meanwhile (compare-and-swap)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(target.parent)
     if mode is None:
         try:
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except OSError:
-            mode = 0o644
+            mode = 0o600
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

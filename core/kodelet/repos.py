@@ -635,7 +635,7 @@ def add(
     if os.path.lexists(target) and not force:
         raise PluginExists(f"plugin {src.name} is already installed at {target}; use --force")
     git_timeout(env)  # a bad KODELET_GIT_TIMEOUT fails before anything is done
-    plugins.mkdir(parents=True, exist_ok=True)
+    jsonio.make_private_dirs(plugins)
     with locked(plugins, src.name, on_wait):
         _clean_leftovers(plugins, target.name)
         _clean_legacy_tmp(datetime.datetime.now().timestamp())

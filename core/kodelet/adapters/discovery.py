@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import errno
 import functools
+import grp
 import json
 import logging
 import operator
 import os
+import pwd
 import re
 import shlex
 import shutil
@@ -119,18 +121,47 @@ def shown(text: str | Path) -> str:
     return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
+def private_group(uid: int, gid: int) -> bool:
+    """Whether group ``gid`` is user ``uid``'s private group, so its write bit lets no
+    one else write: it is that user's primary group, the group database lists no
+    other member of it, and no other user has it as primary group. This is what
+    ``umask 002`` systems (Debian, Ubuntu, Fedora) give each user, and what Debian's
+    OpenSSH accepts for ``StrictModes``. Asked anew each time (a warm kodelet must
+    see a member added since it started); only what the user database lists is seen."""
+    try:
+        owner = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except (KeyError, OverflowError):
+        return False
+    if owner.pw_gid != gid or any(member != owner.pw_name for member in group.gr_mem):
+        return False
+    return not any(user.pw_gid == gid and user.pw_uid != uid for user in pwd.getpwall())
+
+
 def stat_problem(
     where: str | Path, st: os.stat_result, me: int, *, sticky_ok: bool = False
 ) -> str | None:
     """Why what ``st`` describes could be written by someone other than ``me`` or root:
     the one rule for hook files, their directories and the discovery cache.
-    ``sticky_ok``: a sticky directory (/tmp) lets nobody replace others' entries."""
-    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    if writable and not (sticky_ok and st.st_mode & stat.S_ISVTX):
-        return f"{shown(where)} is group- or world-writable"
+    ``sticky_ok``: a sticky directory (/tmp) lets nobody replace others' entries.
+    Group write is harmless when the group is the owner's private group."""
+    if not (sticky_ok and st.st_mode & stat.S_ISVTX):
+        if st.st_mode & stat.S_IWOTH:
+            return f"{shown(where)} is group- or world-writable"
+        if st.st_mode & stat.S_IWGRP and not private_group(st.st_uid, st.st_gid):
+            return f"{shown(where)} is group-writable {_group_of(st)}"
     if st.st_uid not in (me, 0):
         return f"{shown(where)} is owned by uid {st.st_uid}, not the current user or root"
     return None
+
+
+def _group_of(st: os.stat_result) -> str:
+    """Why a group-writable file's group is not its owner's alone, in a few words."""
+    try:
+        name = grp.getgrgid(st.st_gid).gr_name
+    except (KeyError, OverflowError):
+        return f"by gid {st.st_gid}, which is not its owner's private group"
+    return f"by group {shown(name)}, which is not its owner's private group"
 
 
 _Memo = dict[tuple[Path, Path, bool], "str | None"]
@@ -347,7 +378,7 @@ def skip_fix(hook: DiscoveredHook) -> str | None:
     if why.startswith("hooks directory unreadable"):
         return f"chmod u+rx {path}"
     why = why.removeprefix("untrusted: ")
-    writable = re.fullmatch(r"(.+) is group- or world-writable", why)
+    writable = re.fullmatch(r"(.+?) is (?:group- or world-writable|group-writable by .*)", why)
     if writable:
         return f"chmod go-w {shlex.quote(writable[1])}"
     owned = re.fullmatch(r"(.+) is owned by uid \d+, .*", why)

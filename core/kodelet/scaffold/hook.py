@@ -4,8 +4,8 @@ It starts with a ``#!/usr/bin/env`` line and a Python one imports only the stand
 library: ``.kodelet/hooks`` is shared with a team, and a path into this machine's
 venv would not exist on a teammate's checkout, where the guard would then not run.
 
-The file is created executable and in a directory kodelet trusts (not group- or
-world-writable), because a hook that discovery skips is the first thing a new
+The file is created executable (0700) in directories made 0700 whatever the umask,
+so kodelet trusts it, because a hook that discovery skips is the first thing a new
 author would otherwise trip on.
 """
 
@@ -25,6 +25,7 @@ import attrs
 from ..errors import KodeletError
 from ..eventdocs import EXAMPLES
 from ..events import Event
+from ..jsonio import make_private_dirs
 from ..payloads import PAYLOAD_TYPES
 from ..places import DISABLE_SUFFIX
 
@@ -158,21 +159,9 @@ def create_hook(directory: Path, name: str, event: Event, lang: str) -> Path:
         example=EXAMPLES_BY_LANG[lang][event],
         failure=failure_note(name, event, "#" if lang == "bash" else ""),
     )
-    _make_dirs(directory)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+    make_private_dirs(directory)  # a group-writable hooks dir may not be trusted
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        os.fchmod(fh.fileno(), 0o755)  # whatever the umask says
+        os.fchmod(fh.fileno(), 0o700)  # whatever the umask says
         fh.write(body)
     return target
-
-
-def _make_dirs(directory: Path) -> None:
-    """Create what is missing, each 0755: a group-writable hooks dir would not be trusted."""
-    missing: list[Path] = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        current = current.parent
-    for path in reversed(missing):
-        path.mkdir()
-        path.chmod(0o755)
