@@ -242,7 +242,7 @@ def test_hooks_new_writes_a_trusted_working_hook(
     assert res.returncode == 0, res.stderr
     path = project / ".kodelet" / "hooks" / "guard"
     assert res.stdout.splitlines()[0] == f"Created {path} ({lang}, before_tool_call)"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o755
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700  # private, whatever the umask
     if lang == "python":
         assert path.read_text().startswith("#!/usr/bin/env python3\n")
     [row] = [r for r in json.loads(kodelet(project, "hooks", "list", "--json").stdout)
@@ -275,8 +275,8 @@ def test_hooks_new_global_and_bad_input(tmp_path: Path, project: Path) -> None:
     res = kodelet(project, *args)
     assert res.returncode == 0, res.stderr
     path = Path(os.environ["KODELET_HOME"]) / "hooks" / "audit"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o755
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o755
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     for args, message in [
         (["../x", "-e", "agent_stop"], "invalid hook name '../x'"),
         (["exists!", "-e", "agent_stop"], "invalid hook name 'exists!'"),
