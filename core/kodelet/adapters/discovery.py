@@ -121,13 +121,40 @@ def shown(text: str | Path) -> str:
     return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
+USER_DATABASE = ("/etc/passwd", "/etc/group")
+
+
+def _database_stamp() -> tuple[tuple[int, int, int], ...]:
+    """What ``stat`` says of the user database files: a change to either is a new stamp."""
+    stamps = []
+    for path in USER_DATABASE:
+        try:
+            st = os.stat(path)
+        except OSError:
+            stamps.append((0, 0, 0))
+            continue
+        stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(stamps)
+
+
 def private_group(uid: int, gid: int) -> bool:
     """Whether group ``gid`` is user ``uid``'s private group, so its write bit lets no
     one else write: it is that user's primary group, the group database lists no
     other member of it, and no other user has it as primary group. This is what
     ``umask 002`` systems (Debian, Ubuntu, Fedora) give each user, and what Debian's
-    OpenSSH accepts for ``StrictModes``. Asked anew each time (a warm kodelet must
-    see a member added since it started); only what the user database lists is seen."""
+    OpenSSH accepts for ``StrictModes``. Only what the user database lists is seen.
+
+    Reading every account costs a millisecond, and trust is checked before every
+    call, so the answer is kept per (uid, gid) for as long as ``/etc/passwd`` and
+    ``/etc/group`` are unchanged: a member added there is seen at the next check,
+    even by a warm kodelet."""
+    return _private_group(uid, gid, _database_stamp())
+
+
+@functools.lru_cache(maxsize=64)
+def _private_group(uid: int, gid: int, stamp: tuple[tuple[int, int, int], ...]) -> bool:
+    """:func:`private_group` for one state of the user database (``stamp``): a pure
+    function of its arguments, so remembering its answers changes none."""
     try:
         owner = pwd.getpwuid(uid)
         group = grp.getgrgid(gid)
