@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shlex
 import stat
 import subprocess
@@ -306,6 +307,12 @@ def test_an_untrusted_hook_is_named_with_the_chmod_that_fixes_it(project: Path) 
     hooks = project / ".kodelet" / "hooks"
     write_hook(hooks, "guard", BLOCKING_HOOK % "guarded")
     hooks.chmod(0o775)
+    # Group write is refused only by a group others are in: another account's group.
+    me = pwd.getpwuid(os.geteuid())
+    other = next((u for u in pwd.getpwall() if u.pw_gid != me.pw_gid), None)
+    if other is None:
+        pytest.skip("no other account's group on this machine")
+    os.chown(hooks, -1, other.pw_gid)
     run = ["hooks", "run", "before_tool_call", "-p", "-"]
     res = kodelet(project, *run, stdin='{"tool_name": "x"}')
     skipped = res.stderr.splitlines()[0]
