@@ -478,7 +478,7 @@ def test_an_entry_point_naming_a_class_gets_one_instance_per_runtime(tmp_path, m
 def test_a_builtin_shows_the_installed_kodelet_version(tmp_path: Path) -> None:
     """Built-ins are listed without parsing kodelet's own metadata: the version they
     show must still be the installed distribution's, which pyproject.toml reads from
-    ``kodelet.__version__`` (the one place it is written)."""
+    the package's ``VERSION`` file (the one place it is written)."""
     import tomllib
 
     import importlib_metadata
@@ -488,7 +488,7 @@ def test_a_builtin_shows_the_installed_kodelet_version(tmp_path: Path) -> None:
     installed = importlib_metadata.version("kodelet")
     assert kodelet.__version__ == installed
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "kodelet.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"file": "core/kodelet/VERSION"}
     with load_runtime(cwd=tmp_path, home=tmp_path / "home", entry_points=False) as rt:
         builtins = [p for p in rt.plugins if p.kind == Source.BUILTIN]
     assert builtins, "the kodelet wheel ships at least one built-in"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .lazy import lazy_exports
+from .markers import VERSION
 
 if TYPE_CHECKING:
     from .assembly import load_runtime
@@ -115,10 +116,9 @@ _EXPORTS = {
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
-__version__ = "0.1.0"
-"""pyproject.toml reads it from here (``dynamic = ["version"]``); the warm kodelet's
-standard-library protocol, which its lean client loads without kodelet, keeps a copy
-that a test holds equal."""
+__version__ = VERSION
+"""Written once, in the package's ``VERSION`` file, which pyproject.toml (``dynamic =
+["version"]``) and the warm kodelet's standard-library protocol read too."""
 
 __all__ = [
     "ENTRY_POINT_GROUP",

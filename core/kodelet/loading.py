@@ -17,9 +17,8 @@ from typing import Any
 import attrs
 import importlib_metadata
 
-from . import __version__
 from .errors import describe
-from .markers import ENTRY_POINT_GROUP, PROJECT
+from .markers import ENTRY_POINT_GROUP, PROJECT, VERSION
 
 log = logging.getLogger("kodelet.loading")
 
@@ -41,7 +40,7 @@ class PluginInfo:
     plugin: Any = attrs.field(default=None, repr=False, eq=False)
 
 
-_OWN = {"Name": PROJECT, "Version": __version__}
+_OWN = {"Name": PROJECT, "Version": VERSION}
 
 
 def _is_own(dist: Any) -> bool:

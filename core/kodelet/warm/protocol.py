@@ -51,8 +51,9 @@ __all__ = [
 ]
 
 PROTOCOL = "2"
-VERSION = "0.1.0"
-"""kodelet's version (``kodelet.__version__``; a test keeps the two equal)."""
+with open(os.path.join(os.path.dirname(__file__), os.pardir, "VERSION"), encoding="ascii") as _f:
+    VERSION = _f.read().strip()
+"""kodelet's version, from the package's one ``VERSION`` file (``kodelet.__version__``)."""
 MAGIC = b"KODELET-WARM"
 INPUT_CAP = 64 * 1024 * 1024
 ENV_OFF = "KODELET_DAEMON"
