@@ -292,6 +292,9 @@ def test_before_tool_call_chains_and_blocks(site: Path, tmp_path: Path) -> None:
 
 
 def test_user_message_send_deny_fast_and_raising_impl(site: Path, tmp_path: Path) -> None:
+    # An audit logger must never stop the agent: it fails open, as the docs tell it to.
+    (tmp_path / ".kodelet").mkdir()
+    (tmp_path / ".kodelet" / "config.toml").write_text('[hooks."audit"]\nfail_closed = false\n')
     rt = runtime(tmp_path)
     d = rt.dispatch(UserMessageSendPayload(message="my secret"))
     assert d.result == UserMessageSendResult(blocked=True, reason="blocked by guard")
