@@ -26,7 +26,7 @@ from .places import Places
 from .process import killing_on_signals
 from .runtime import SLOW_AFTER, Runtime
 
-__all__ = ["hooks_die_with_host", "load_runtime"]
+__all__ = ["hooks_die_with_host", "load_runtime", "protect_kodelet"]
 
 CLAUDE_ADAPTER = "kodelet:claude"  # adapters.claude_hooks.NAME, without importing it
 
@@ -36,6 +36,18 @@ def hooks_die_with_host(runtime: Runtime) -> contextlib.AbstractContextManager[N
     ``runtime`` has running, so none is left orphaned (docs/SECURITY.md). The CLI uses
     it for every command; a host should wrap its own loop in it."""
     return killing_on_signals(runtime)
+
+
+def protect_kodelet(runtime: Runtime) -> None:
+    """Register ``builtin:protect-kodelet`` (:mod:`kodelet.selfguard`) on ``runtime``.
+
+    From the core, not through an entry point: a built-in that guards kodelet's own
+    files must not depend on distribution metadata or an import that may fail."""
+    from . import selfguard
+
+    guard = selfguard.SelfGuard(runtime.places.cwd, runtime.places.global_root, runtime.env)
+    info = runtime.register(guard, name=selfguard.NAME, builtin=True)
+    info.path = os.path.dirname(selfguard.__file__)
 
 
 def load_runtime(
@@ -77,6 +89,8 @@ def load_runtime(
     runtime = Runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
+    if builtins:  # first, so it runs last of the built-ins: it sees the call as it will run
+        protect_kodelet(runtime)
     third_party = entry_points and not config.no_hooks
     if third_party or builtins:
         for builtin, ep in installed_entry_points(builtins_only=not third_party):
