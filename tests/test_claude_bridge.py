@@ -369,7 +369,12 @@ def test_trace_file_gets_one_line_per_hook(claude_project: Path, tmp_path: Path)
     for command in ("ls", "sudo ls"):
         assert hook(pre_tool(claude_project, command), "--trace-file", str(log)).returncode == 0
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [(r["name"], r["outcome"]) for r in lines] == [("pre", "no-action"), ("pre", "modified")]
+    assert [(r["name"], r["outcome"]) for r in lines] == [
+        ("pre", "no-action"),
+        ("builtin:protect-kodelet", "no-action"),
+        ("pre", "modified"),
+        ("builtin:protect-kodelet", "no-action"),
+    ]
 
 
 def test_rewritten_input_goes_back_in_claudes_keys(claude_project: Path) -> None:

@@ -255,8 +255,9 @@ def test_hooks_new_writes_a_trusted_working_hook(
     tried = _shell_with_kodelet(hint.removeprefix("Try it: ") + " --trace", project)
     assert tried.returncode == 0, tried.stderr
     assert json.loads(tried.stdout) == {"blocked": False}
-    [trace] = [json.loads(ln) for ln in tried.stderr.splitlines()]
+    trace, builtin = [json.loads(ln) for ln in tried.stderr.splitlines()]
     assert (trace["name"], trace["outcome"]) == ("guard", "no-action"), trace
+    assert (builtin["name"], builtin["outcome"]) == ("builtin:protect-kodelet", "no-action")
 
     # The answer line is the one to edit; changed, the hook blocks.
     text = path.read_text()

@@ -145,7 +145,11 @@ def test_timeout_and_failures_are_traced_not_fatal(project: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"blocked": False}
     traces = [json.loads(ln) for ln in res.stderr.splitlines() if ln.startswith("{")]
-    assert [(t["name"], t["outcome"]) for t in traces] == [("slow", "error"), ("zz-crash", "error")]
+    assert [(t["name"], t["outcome"]) for t in traces] == [
+        ("slow", "error"),
+        ("zz-crash", "error"),
+        ("builtin:protect-kodelet", "no-action"),
+    ]
     bad = run_kodelet("--cwd", str(project), "hooks", "run", "agent_stop", "--timeout", "-1")
     assert bad.returncode == 2 and "--timeout" in bad.stderr
 
@@ -279,7 +283,7 @@ def test_no_hooks_keeps_only_builtins(project: Path) -> None:
     res = run_kodelet("--cwd", str(project), "--no-hooks", "hooks", "list", "--json")
     listed = json.loads(res.stdout)
     active = [r["name"] for r in listed if r["status"] == "active"]
-    assert active == ["builtin:compact-trigger"]
+    assert active == ["builtin:protect-kodelet", "builtin:compact-trigger"]
     # The files are still shown, never run: their event comes from the discovery cache.
     (deny,) = [r for r in listed if r["name"] == "deny"]
     assert (deny["status"], deny["event"]) == ("skipped", "before_tool_call")

@@ -70,8 +70,9 @@ def test_hooks_new_writes_an_env_shebang_that_runs_on_another_machine(
     )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == {"blocked": False}
-    [trace] = [json.loads(ln) for ln in ran.stderr.splitlines()]
+    trace, builtin = [json.loads(ln) for ln in ran.stderr.splitlines()]
     assert (trace["name"], trace["outcome"]) == ("guard", "no-action")
+    assert (builtin["name"], builtin["outcome"]) == ("builtin:protect-kodelet", "no-action")
 
 
 def test_hooks_list_names_an_interpreter_that_cannot_be_found(project: Path) -> None:
@@ -129,7 +130,10 @@ def test_a_hook_that_only_adds_context_is_a_context_outcome_everywhere(project: 
 
     table = kodelet(project, "replay", "--my-hooks", "--only-acted")
     rows = [ln.split() for ln in table.stdout.splitlines() if " fmt-reminder " in ln]
-    assert len(rows) == len(mine) and all(r[3] == "context" for r in rows), rows[:3]
+    # A row without a turn number continues the turn above (builtin:protect-kodelet
+    # blocks the demo's `rm -rf /` in its turn): the outcome follows the hook's name.
+    outcomes = [r[r.index("fmt-reminder") + 1] for r in rows]
+    assert len(rows) == len(mine) and set(outcomes) == {"context"}, rows[:3]
 
 
 # -- each event's scaffold shows what that event can do; foreign fields are warned --
@@ -410,8 +414,8 @@ def test_sdk_check_says_why_rm_rf_is_allowed(project: Path) -> None:
     bare = _check(project)
     assert json.loads(bare.stdout) == {}
     assert bare.stderr == (
-        f"host.py --check: {{}} means allowed: no before_tool_call hook is loaded for "
-        f"{project}, so nothing guards `rm -rf /` (add one: `kodelet hooks new no-rm-rf "
+        f"host.py --check: {{}} means allowed: no before_tool_call hook of yours is loaded for "
+        f"{project}, so nothing guards `rm -rf src` (add one: `kodelet hooks new no-rm-rf "
         "-e before_tool_call`; `kodelet hooks list` shows what is loaded)\n"
     )
     write_hook(project / ".kodelet" / "hooks", "lenient", LENIENT)

@@ -239,8 +239,9 @@ def test_disabled_native_plugins_are_still_listed(proj: Path) -> None:
     (proj / ".kodelet" / "config.toml").write_text(
         '[plugins]\ndisabled = ["builtin:compact-trigger"]\n'
     )
-    [builtin] = [r for r in listing(proj) if r["kind"] == "builtin"]
+    builtin, guard = [r for r in listing(proj) if r["kind"] == "builtin"]
     assert builtin["hooks"] == ["after_turn"]
+    assert (guard["name"], guard["hooks"]) == ("builtin:protect-kodelet", ["before_tool_call"])
     table = run_kodelet("--cwd", str(proj), "plugins", "list")
     assert "builtin:compact-trigger: disabled in config.toml" in table.stdout
 

@@ -40,6 +40,7 @@ from kodelet import (
 )
 
 BUILTIN = "builtin:compact-trigger"
+PROTECT = "builtin:protect-kodelet"  # in every assembled runtime: kodelet's own files
 OUR_MODULES = {"kp_guard", "kp_audit", "kp_broken", "kp_badsig"}
 OUR_PLUGINS = {"guard", "audit", "broken", "badsig", "missing", BUILTIN}
 
@@ -264,7 +265,7 @@ def test_broken_plugins_are_recorded_and_the_rest_load(site: Path, tmp_path: Pat
 
 def test_call_order_follows_pluggy_with_builtins_last(site: Path, tmp_path: Path) -> None:
     rt = runtime(tmp_path)
-    assert names(rt, Event.BEFORE_TOOL_CALL) == ["guard", "audit"]  # guard is tryfirst
+    assert names(rt, Event.BEFORE_TOOL_CALL) == ["guard", "audit", PROTECT]  # guard is tryfirst
     assert names(rt, Event.AGENT_STOP) == ["guard", "audit"]  # audit is trylast
     assert names(rt, Event.USER_MESSAGE_SEND) == ["guard", "audit"]  # LIFO: guard loads later
     assert names(rt, Event.AFTER_TURN) == ["guard", "audit", BUILTIN]
@@ -284,7 +285,11 @@ def test_before_tool_call_chains_and_blocks(site: Path, tmp_path: Path) -> None:
     assert d.result == BeforeToolCallResult(
         input={"command": "ls", "guarded": True, "audited": True}
     )
-    assert outcomes(d) == [("guard", Outcome.MODIFIED), ("audit", Outcome.MODIFIED)]
+    assert outcomes(d) == [
+        ("guard", Outcome.MODIFIED),
+        ("audit", Outcome.MODIFIED),
+        (PROTECT, Outcome.NO_ACTION),
+    ]
 
     d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={"command": "rm -rf /"}))
     assert d.result == BeforeToolCallResult(blocked=True, reason="guard: rm -rf")
@@ -348,9 +353,10 @@ def test_agent_stop_sync_and_async_agree(site: Path, tmp_path: Path) -> None:
 def test_disable_installed_plugin_by_name(site: Path, tmp_path: Path) -> None:
     rt = runtime(tmp_path, disabled=["guard"])
     assert ours(rt)["guard"].disabled
-    assert names(rt, Event.BEFORE_TOOL_CALL) == ["audit"]
-    d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={"command": "rm -rf /"}))
-    assert d.result == BeforeToolCallResult(input={"command": "rm -rf /", "audited": True})
+    assert names(rt, Event.BEFORE_TOOL_CALL) == ["audit", PROTECT]
+    call = {"command": "rm -rf build"}
+    d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input=call))
+    assert d.result == BeforeToolCallResult(input={"command": "rm -rf build", "audited": True})
 
 
 def test_disable_installed_plugin_in_config(site: Path, tmp_path: Path) -> None:

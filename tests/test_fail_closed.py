@@ -47,6 +47,8 @@ EXECUTABLE_FAILURES: dict[str, tuple[str, str]] = {
     "not-utf8": ("printf '\\377\\376'", "output is not UTF-8"),
 }
 
+PROTECT = "builtin:protect-kodelet"  # in every assembled runtime, on before_tool_call
+
 
 def guard_script(event: Event, body: str) -> str:
     head = f'#!/bin/sh\nif [ "$1" = hook ]; then echo {event.value}; exit 0; fi\n'
@@ -105,7 +107,8 @@ def test_hook_deleted_or_replaced_after_discovery_blocks(
     guard = write_hook(hooks, "guard", guard_script(event, "exit 0"))
     configure(project, "guard")
     with load_runtime(cwd=project, entry_points=False) as rt:
-        assert [e.name for e in rt.hooks(event)] == ["guard"]
+        protect = [PROTECT] if event is Event.BEFORE_TOOL_CALL else []
+        assert [e.name for e in rt.hooks(event)] == ["guard", *protect]
         guard.unlink()
         if change == "directory":
             guard.mkdir()
@@ -280,7 +283,7 @@ def test_unloadable_hook_without_fail_closed_guards_nothing(project):
     with load_runtime(cwd=project) as rt:
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert d.result.blocked is False
-    assert d.trace == ()
+    assert [(r.name, r.outcome) for r in d.trace] == [(PROTECT, Outcome.NO_ACTION)]
 
 
 def test_stand_in_only_covers_blocking_events(project):
@@ -302,7 +305,10 @@ def test_disabled_or_shadowed_fail_closed_hook_gets_no_stand_in(project, kodelet
     with load_runtime(cwd=project) as rt:
         d = rt.dispatch(BLOCKING[Event.BEFORE_TOOL_CALL]())
     assert d.result.blocked is False
-    assert [(r.name, r.outcome) for r in d.trace] == [("guard", Outcome.NO_ACTION)]
+    assert [(r.name, r.outcome) for r in d.trace] == [
+        ("guard", Outcome.NO_ACTION),
+        (PROTECT, Outcome.NO_ACTION),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -584,7 +584,7 @@ def test_no_hooks_keeps_builtins_only(
         kw["env"] = {**os.environ, "KODELET_NO_HOOKS": "1"}
     with load_runtime(cwd=project_with_hook, **kw) as rt:
         assert rt.no_hooks
-        assert [p.name for p in rt.plugins] == [BUILTIN]
+        assert [p.name for p in rt.plugins] == [BUILTIN, "builtin:protect-kodelet"]
         for event in Event:
             assert all(h.source is Source.BUILTIN for h in rt.hooks(event))
         assert names(rt, Event.AFTER_TURN) == [BUILTIN]

@@ -485,6 +485,7 @@ def test_a_session_with_every_seed_hook(project: Path, mode: str, isolated_home:
         ("security_guardrail", Outcome.NO_ACTION),
         ("acme/code-review/review-validator", Outcome.ERROR),
         ("acme/code-review/validate-diff", Outcome.NO_ACTION),
+        ("builtin:protect-kodelet", Outcome.NO_ACTION),
     ]
 
     assert wire(after) == {}

@@ -18,10 +18,12 @@ import attrs
 
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
+from . import __version__
 from .config import Config, load_config
 from .events import Event
 from .loading import entry_points as installed_entry_points
 from .loading import load
+from .markers import PROJECT
 from .places import Places
 from .process import killing_on_signals
 from .runtime import SLOW_AFTER, Runtime
@@ -48,6 +50,7 @@ def protect_kodelet(runtime: Runtime) -> None:
     guard = selfguard.SelfGuard(runtime.places.cwd, runtime.places.global_root, runtime.env)
     info = runtime.register(guard, name=selfguard.NAME, builtin=True)
     info.path = os.path.dirname(selfguard.__file__)
+    info.version, info.distribution = __version__, PROJECT
 
 
 def load_runtime(
@@ -89,8 +92,6 @@ def load_runtime(
     runtime = Runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
-    if builtins:  # first, so it runs last of the built-ins: it sees the call as it will run
-        protect_kodelet(runtime)
     third_party = entry_points and not config.no_hooks
     if third_party or builtins:
         for builtin, ep in installed_entry_points(builtins_only=not third_party):
@@ -98,6 +99,8 @@ def load_runtime(
                 runtime.add_plugin(load(ep, builtin))
             elif not builtin:  # a disabled plugin is recorded, never imported
                 runtime.add_plugin(load(ep, builtin, disabled=runtime.is_disabled(ep.name)))
+    if builtins:
+        protect_kodelet(runtime)
     for plugin in plugins:
         name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
         runtime.register(obj, name=name)

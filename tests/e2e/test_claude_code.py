@@ -44,6 +44,28 @@ def test_an_executable_hook_blocks_and_the_model_gets_the_reason(agent: Agent) -
     assert (agent.project / "fine-marker").exists(), allowed.tool_result_text()
 
 
+def test_the_model_cannot_switch_its_guard_off(agent: Agent) -> None:
+    agent.hook("no-danger", DANGER_HOOK)
+    config = agent.project / ".kodelet" / "config.toml"
+    config.write_text("# the user's\n")
+    off = '[hooks."no-danger"]\nenabled = false\n'
+    run = agent.run(
+        [
+            [tool("Write", file_path=str(config), content=off)],
+            bash(f"printf '{off}' > .kodelet/config.toml"),
+            bash("cat .kodelet/config.toml"),
+            bash("touch danger-marker"),
+            [text("fin")],
+        ]
+    )
+    assert config.read_text() == "# the user's\n"
+    for n in (0, 1):
+        assert "builtin:protect-kodelet" in run.tool_result_text(n), run.tool_result_text(n)
+    assert "the user's" in run.tool_result_text(2)  # reading stays allowed
+    assert not (agent.project / "danger-marker").exists()
+    assert "no danger here" in run.tool_result_text(3)
+
+
 def test_a_pip_installed_plugin_blocks(agent: Agent) -> None:
     target = agent.project / "keep"
     target.mkdir()

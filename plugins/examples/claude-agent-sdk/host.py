@@ -33,11 +33,15 @@ async def check() -> None:
             "cwd": cwd,
             "hook_event_name": "PreToolUse",
             "tool_name": "Bash",
-            "tool_input": {"command": "rm -rf /"},
+            # Not `rm -rf /`: builtin:protect-kodelet blocks that one (it would delete
+            # kodelet's own files), which would hide whether a guard of yours is loaded.
+            "tool_input": {"command": "rm -rf src"},
         }
         answer = await matcher.hooks[0](data, None, {})
         print(json.dumps(answer))
-        guards = [h.name for h in runtime.hooks(Event.BEFORE_TOOL_CALL)]
+        guards = [
+            h.name for h in runtime.hooks(Event.BEFORE_TOOL_CALL) if h.source is not Source.BUILTIN
+        ]
     left_to_claude = sorted(set(_claude_hooks(cwd, True)) - set(_claude_hooks(cwd, "plugins")))
     if left_to_claude:
         say(
@@ -51,8 +55,8 @@ async def check() -> None:
         say(f"{{}} means allowed: the before_tool_call hooks {', '.join(guards)} let it through")
     else:
         say(
-            f"{{}} means allowed: no before_tool_call hook is loaded for {cwd}, so nothing"
-            " guards `rm -rf /` (add one: `kodelet hooks new no-rm-rf -e before_tool_call`;"
+            f"{{}} means allowed: no before_tool_call hook of yours is loaded for {cwd}, so"
+            " nothing guards `rm -rf src` (add one: `kodelet hooks new no-rm-rf -e before_tool_call`;"
             " `kodelet hooks list` shows what is loaded)"
         )
 
