@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import attrs
 
+from . import __version__
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
-from . import __version__
 from .config import Config, load_config
 from .events import Event
 from .loading import entry_points as installed_entry_points

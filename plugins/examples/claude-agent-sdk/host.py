@@ -56,8 +56,8 @@ async def check() -> None:
     else:
         say(
             f"{{}} means allowed: no before_tool_call hook of yours is loaded for {cwd}, so"
-            " nothing guards `rm -rf src` (add one: `kodelet hooks new no-rm-rf -e before_tool_call`;"
-            " `kodelet hooks list` shows what is loaded)"
+            " nothing guards `rm -rf src` (add one: `kodelet hooks new no-rm-rf -e"
+            " before_tool_call`; `kodelet hooks list` shows what is loaded)"
         )
 
 
