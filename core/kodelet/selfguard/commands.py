@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from .places import Protected, fold
+from .places import RULES, Glob, Protected, fold
 from .shell import Item, Part, Simple, TooDeep, Unreadable, Word, parse
 from .words import SOMEWHERE, Path, flatten, literal_text, place, real, resolve
 
@@ -650,8 +650,38 @@ def _find(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence
                     c.command(list(inner), st.copy())
             i = j
         i += 1
-    if writes:
+    if not writes:
+        return
+    c.targets(roots, st, "`find` would change", recursive=False)  # inside a protected one
+    names = [args[k + 1] for k, t in enumerate(texts[:-1]) if t in ("-name", "-iname")]
+    widened = any(t in ("!", "-not", "-o", "-or", ",") for t in texts)
+    try:
         c.targets(roots, st, "`find` would change what is under", recursive=True)
+    except Blocked:
+        # Above kodelet's files, a find that only acts on names none of them has
+        # (`find . -name '*.pyc' -delete`) leaves them be; anything wider is blocked.
+        if not names or widened or _names_reach(c, [literal_text(w, st.vars) for w in names]):
+            raise
+
+
+MAX_WALK = 2000
+"""Entries of kodelet's own folders ``find -name`` is checked against (then blocked)."""
+
+
+def _names_reach(c: Checker, patterns: Sequence[str]) -> bool:
+    """Whether a ``find -name`` pattern matches a name kodelet's files have (or may)."""
+    globs = [Glob(p, dotglob=True) for p in patterns]
+    names = {fold(n) for rule, _ in RULES for n in rule}
+    seen = 0
+    for spot in c.protected.spots:
+        for top, dirs, files in os.walk(spot.shown):
+            for n in (*dirs, *files):
+                names.add(fold(n))
+                seen += 1
+            if seen > MAX_WALK:
+                return True
+        names.add(fold(os.path.basename(spot.shown.rstrip("/"))))
+    return any(g.matches(n) for g in globs for n in names)
 
 
 def _git(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
