@@ -122,7 +122,7 @@ def test_status_says_where_what_runs_and_that_codex_fails_open(project: Path) ->
     assert project_scope["events"] == ["UserPromptSubmit", "PreToolUse", "PostToolUse",
                                        "SubagentStop", "Stop"]  # fmt: skip
     assert "Codex lets a call through" in data["fails_open"]
-    assert [h["name"] for h in data["hooks"]] == ["guard"]
+    assert [h["name"] for h in data["hooks"]] == ["guard", "builtin:protect-kodelet"]
     (project / ".kodelet" / "config.toml").write_text("[hooks\n")
     text = kodelet("codex", "status", cwd=project).stdout
     assert "config error (every tool call is blocked until fixed)" in text

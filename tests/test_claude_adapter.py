@@ -336,7 +336,7 @@ def test_plugin_hooks_json_with_plugin_root(project: Path, kodelet_home: Path) -
     rt = runtime(project)
     try:
         names = [h.name for h in rt.hooks(Event.BEFORE_TOOL_CALL)]
-        assert names == ["claude:plugin:acme/guards:PreToolUse:0:0"]
+        assert names == ["claude:plugin:acme/guards:PreToolUse:0:0", "builtin:protect-kodelet"]
         assert not [r for r in hook_rows(rt) if r["path"] and r["kind"] == "executable"]
         res = rt.dispatch(before(project, "bash", {"command": "rm -rf x"}))
         assert res.result.blocked and res.result.reason == "no rm -rf here"

@@ -415,7 +415,7 @@ def test_sdk_check_says_why_rm_rf_is_allowed(project: Path) -> None:
     assert json.loads(bare.stdout) == {}
     assert bare.stderr == (
         f"host.py --check: {{}} means allowed: no before_tool_call hook of yours is loaded for "
-        f"{project}, so nothing guards `rm -rf src` (add one: `kodelet hooks new no-rm-rf "
+        f"{project}, so nothing guards `rm -rf /` (add one: `kodelet hooks new no-rm-rf "
         "-e before_tool_call`; `kodelet hooks list` shows what is loaded)\n"
     )
     write_hook(project / ".kodelet" / "hooks", "lenient", LENIENT)

@@ -48,7 +48,7 @@ def runs(mark: Path) -> list[str]:
 
 
 def bash_call() -> BeforeToolCallPayload:
-    return BeforeToolCallPayload(tool_name="bash", tool_input={"command": "rm -rf victim"})
+    return BeforeToolCallPayload(tool_name="bash", tool_input={"command": "rm -rf /"})
 
 
 def fail_closed(project: Path, name: str = "guard", extra: str = "") -> None:

@@ -184,7 +184,10 @@ def test_failures_match_per_call_and_the_server_restarts(
         assert time.monotonic() - started < 5
         assert got.result == expected.result
         assert [r.outcome for r in got.trace] == [r.outcome for r in expected.trace]
-        assert [r.outcome for r in got.trace] == [Outcome.ERROR]
+        # builtin:protect-kodelet runs last, unless a fail-closed block stopped the chain
+        assert [r.outcome for r in got.trace] == [Outcome.ERROR] + (
+            [] if fail_closed else [Outcome.NO_ACTION]
+        )
         for d in (got, expected):
             assert d.trace[0].error is not None and d.trace[0].error.startswith(error_start)
         assert got.result.blocked is fail_closed
@@ -198,7 +201,8 @@ def test_failures_match_per_call_and_the_server_restarts(
 def test_handler_exception_reaches_the_trace_with_its_message(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
     with load_runtime(cwd=project, entry_points=False) as rt:
-        (record,) = rt.dispatch(bad("raise")).trace
+        record, builtin = rt.dispatch(bad("raise")).trace
+    assert builtin.name == "builtin:protect-kodelet"
     assert record.error is not None and "ValueError: boom" in record.error
 
 

@@ -53,7 +53,10 @@ def test_readme_guardrail_blocks_rm_rf_and_allows_the_rest(tmp_path: Path) -> No
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout) == {"blocked": False}
     trace = [json.loads(line) for line in allowed.stderr.splitlines() if line.startswith("{")]
-    assert [(t["name"], t["outcome"]) for t in trace] == [("no-rm-rf", "no-action")]
+    assert [(t["name"], t["outcome"]) for t in trace] == [
+        ("no-rm-rf", "no-action"),
+        ("builtin:protect-kodelet", "no-action"),
+    ]
 
 
 def test_readme_guard_that_fails_blocks_unless_it_opts_out(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_every_outcome_appears_and_the_counts_add_up(hooked: Path) -> None:
         result = player.play()
     data = report.summary(result)
     assert data["outcomes"] == {
-        "no-action": 6,
+        "no-action": 8,  # 6 of the hooks', 2 of builtin:protect-kodelet on the calls they let be
         "blocked": 2,
         "modified": 2,
         "action": 2,
@@ -70,7 +70,7 @@ def test_every_outcome_appears_and_the_counts_add_up(hooked: Path) -> None:
     }
     expected = {
         "events": 12,
-        "hook_calls": 15,
+        "hook_calls": 17,
         "turns": 3,
         "turns_skipped": 2,
         "tool_calls": 3,
@@ -87,7 +87,10 @@ def test_every_outcome_appears_and_the_counts_add_up(hooked: Path) -> None:
     assert data["total_hook_time_ms"] > 0
 
     by_event = [(s.event.value, [(r.name, r.outcome.value) for r in s.hooks]) for s in result.steps]
-    assert by_event[1] == ("before_tool_call", [("10-guard", "modified")])
+    assert by_event[1] == (
+        "before_tool_call",
+        [("10-guard", "modified"), ("builtin:protect-kodelet", "no-action")],
+    )
     assert by_event[3] == ("before_tool_call", [("10-guard", "blocked")])
     assert by_event[2] == ("after_tool_call", [("20-redact", "modified")])
     assert by_event[5] == (
@@ -181,7 +184,7 @@ def test_no_hooks_flag_keeps_only_the_builtin(hooked: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     names = {r["name"] for s in data["timeline"] for r in s["hooks"]}
-    assert names == {"builtin:compact-trigger"}
+    assert names == {"builtin:compact-trigger", "builtin:protect-kodelet"}
     assert data["summary"]["calls_blocked"] == 0
     assert data["summary"]["compactions"] == 1
 

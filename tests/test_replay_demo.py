@@ -19,7 +19,7 @@ from kodelet.testing import write_hook
 from tests.kit.cli import in_terminal
 from tests.kit.replay import HOOKS
 
-DEMO_HOOKS = {"demo-guard", "demo-redact", "builtin:compact-trigger"}
+DEMO_HOOKS = {"demo-guard", "demo-redact", "builtin:compact-trigger", "builtin:protect-kodelet"}
 
 
 @pytest.fixture
@@ -92,7 +92,10 @@ def test_no_hooks_leaves_the_demo_with_the_builtins_only(tmp_path: Path) -> None
     done = kodelet("--no-hooks", "replay", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert {r["name"] for s in data["timeline"] for r in s["hooks"]} == {"builtin:compact-trigger"}
+    assert {r["name"] for s in data["timeline"] for r in s["hooks"]} == {
+        "builtin:compact-trigger",
+        "builtin:protect-kodelet",
+    }
 
 
 def test_only_acted_shows_only_what_hooks_did(tmp_path: Path) -> None:

@@ -68,8 +68,6 @@ BLOCKED = [
     'rm -rf "${HOME}/.kodelet"',
     "rm -rf $KODELET_HOME",
     "rm -rf ..",  # run from src: the project's folder holds .kodelet
-    "rm -rf /",
-    "rm -rf ~",
     "rm -rf .*",
     "rm -rf .k*",
     "rm -rf .[k]odelet",
@@ -253,6 +251,15 @@ def test_blocked_commands(proj: Path, command: str) -> None:
 @pytest.mark.parametrize("command", ALLOWED)
 def test_allowed_commands(proj: Path, command: str) -> None:
     assert bash(proj, command) is None, command
+
+
+def test_deleting_everything_is_left_to_the_users_guards(proj: Path) -> None:
+    # Blocking these here would make a missing guard of the user's look present (to
+    # `kodelet verify` and to anyone trying their guard with `rm -rf /`).
+    for command in ("rm -rf /", "rm -rf ~", "rm -rf $HOME", "rm -rf ~/"):
+        assert bash(proj, command) is None, command
+    assert bash(proj, "rm -rf ~/.kodelet")
+    assert bash(proj, "chmod -R 777 ~/.kodelet")
 
 
 def test_rm_rf_dot_dot_is_fine_where_nothing_of_kodelets_is_above(proj: Path) -> None:

@@ -29,7 +29,7 @@ esac
 """
 
 
-def pre_tool(project: Path, command: str = "rm -rf victim") -> dict[str, Any]:
+def pre_tool(project: Path, command: str = "rm -rf /") -> dict[str, Any]:
     return {
         "hook_event_name": "PreToolUse",
         "session_id": "s1",

@@ -674,7 +674,7 @@ def _names_reach(c: Checker, patterns: Sequence[str]) -> bool:
     names = {fold(n) for rule, _ in RULES for n in rule}
     seen = 0
     for spot in c.protected.spots:
-        for top, dirs, files in os.walk(spot.shown):
+        for _top, dirs, files in os.walk(spot.shown):
             for n in (*dirs, *files):
                 names.add(fold(n))
                 seen += 1

@@ -219,6 +219,10 @@ class Protected:
 
     spots: tuple[Spot, ...]
     global_root: str
+    everything: frozenset[tuple[str, ...]] = frozenset()
+    """``/`` and the home folder: deleting one of those is every guard's business (and
+    ``kodelet verify``'s probe), not this one's, which would make a missing guard look
+    present; what is inside them is still protected."""
 
     @classmethod
     def of(cls, project: str, global_root: str, cwd: str, env: Mapping[str, str]) -> Protected:
@@ -240,7 +244,10 @@ class Protected:
         # A folder above a file that is not there holds nothing of kodelet's; the global
         # root counts even before it exists, as kodelet would read what is put there.
         paths = [global_root, *(p for p in paths if _exists(p))]
-        return cls(spots=tuple(_spots(paths)), global_root=global_root)
+        everything = {(), parts_of(home), parts_of(_real(home) or home)}
+        return cls(
+            spots=tuple(_spots(paths)), global_root=global_root, everything=frozenset(everything)
+        )
 
     def reached(self, comps: Sequence[Comp], *, absolute: bool, recursive: bool) -> str | None:
         """What of kodelet's ``comps`` reaches, or None.
@@ -253,6 +260,9 @@ class Protected:
             if _rule_hits(comps, rule, recursive):
                 return what
         if absolute:
+            broad = recursive and all(isinstance(c, str) for c in comps)
+            if broad and tuple(comps) in self.everything:
+                recursive = False
             for spot in self.spots:
                 if _spot_hits(comps, spot.parts, recursive):
                     return f"kodelet's own {spot.shown}"

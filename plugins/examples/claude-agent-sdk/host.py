@@ -33,9 +33,7 @@ async def check() -> None:
             "cwd": cwd,
             "hook_event_name": "PreToolUse",
             "tool_name": "Bash",
-            # Not `rm -rf /`: builtin:protect-kodelet blocks that one (it would delete
-            # kodelet's own files), which would hide whether a guard of yours is loaded.
-            "tool_input": {"command": "rm -rf src"},
+            "tool_input": {"command": "rm -rf /"},
         }
         answer = await matcher.hooks[0](data, None, {})
         print(json.dumps(answer))
@@ -56,7 +54,7 @@ async def check() -> None:
     else:
         say(
             f"{{}} means allowed: no before_tool_call hook of yours is loaded for {cwd}, so"
-            " nothing guards `rm -rf src` (add one: `kodelet hooks new no-rm-rf -e"
+            " nothing guards `rm -rf /` (add one: `kodelet hooks new no-rm-rf -e"
             " before_tool_call`; `kodelet hooks list` shows what is loaded)"
         )
 
