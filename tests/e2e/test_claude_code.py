@@ -45,10 +45,10 @@ def test_an_executable_hook_blocks_and_the_model_gets_the_reason(agent: Agent) -
 
 
 def test_the_model_cannot_switch_its_guard_off(agent: Agent) -> None:
-    agent.hook("no-danger", DANGER_HOOK)
+    agent.hook("guard", DANGER_HOOK)  # a name the calls below do not trip it on
     config = agent.project / ".kodelet" / "config.toml"
     config.write_text("# the user's\n")
-    off = '[hooks."no-danger"]\nenabled = false\n'
+    off = '[hooks."guard"]\nenabled = false\n'
     run = agent.run(
         [
             [tool("Write", file_path=str(config), content=off)],
