@@ -134,7 +134,7 @@ def test_the_user_entry_runs_when_the_project_entry_cannot(
     done = fire(guarded, claude_files(guarded, isolated_home), pre_tool(guarded, "rm -rf /"), env)
     assert runs(guarded) == 1
     assert any("no rm -rf" in d.stdout for d in done)
-    status = kodelet("claude", "status", cwd=guarded).stdout
+    status = kodelet("claude", "status", cwd=guarded, env={"PATH": "/usr/bin:/bin"}).stdout
     assert "does the work: no, kodelet cannot be sure it runs here, so the user entry does" in (
         status
     )
