@@ -25,9 +25,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kodelet.warm import control
+from tests.e2e.messages_api import text, tool
 
 from tests.e2e import claude_code
-from tests.e2e.messages_api import text, tool
 
 CALLS = 20
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")
