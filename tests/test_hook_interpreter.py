@@ -117,6 +117,7 @@ def test_only_hooks_importing_kodelet_change_interpreter(
     assert [(r.name, r.outcome.value) for r in done.trace] == [
         ("kit", "no-action"),
         ("plain", "no-action"),
+        ("builtin:protect-kodelet", "no-action"),
     ]
     verb = "serve" if persistent else "run"
     plain = (seen / f"plain-{verb}").read_text()

@@ -20,7 +20,9 @@ def borrowed(path: Path) -> list[str]:
             names = [a.name for a in node.names]
         for name in names:
             last = name.split(".")[-1]
-            if name.startswith("tests.") and (last.startswith("test_") or last == "conftest"):
+            if (name.startswith("tests.") or name == last) and (
+                last.startswith("test_") or last == "conftest"
+            ):
                 found.append(name)
     return found
 

@@ -18,8 +18,7 @@ from kodelet.places import Places
 from kodelet.warm import control, protocol
 from kodelet.warm import http as warm_http
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_warm import pre_tool, warm_env, write_guard
+from tests.kit.warm import pre_tool, warm_env, write_guard
 
 
 def kodelet(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -19,9 +19,7 @@ from typing import Any
 import pytest
 from kodelet.warm import control
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_cli_plugins import venv_seeing_this_interpreter
-from test_warm import (
+from tests.kit.warm import (
     CLIENT,
     GUARD,
     decision,
@@ -33,6 +31,7 @@ from test_warm import (
     warm_env,
     write_guard,
 )
+from tests.kit.wheels import venv_seeing_this_interpreter
 
 COUNTING = GUARD.replace("run) if", 'run) echo run >> "$0.runs"; if')
 """A guard that leaves one line per run beside itself: what a side effect looks like."""

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from kodelet.warm import control, protocol
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_warm import pre_tool, warm_env, write_guard
+from tests.kit.warm import pre_tool, warm_env, write_guard
 
 pytestmark = pytest.mark.soak
 

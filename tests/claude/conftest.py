@@ -1,25 +1,15 @@
-"""Helpers for the Claude runner tests: real scripts in temp dirs, runners that get closed."""
+"""The Claude runner tests' fixture: runners rooted in a temp project, closed after."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kodelet.claude import HookMatcher, Runner
 
-
-def script(directory: Path, name: str, text: str) -> Path:
-    """An executable script (its first line is its interpreter)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
-MakeRunner = Callable[..., Runner]
+from tests.kit.claude_runner import MakeRunner
 
 
 @pytest.fixture
@@ -37,7 +27,3 @@ def make_runner(tmp_path: Path) -> Iterator[MakeRunner]:
     yield make
     for runner in made:
         runner.close()
-
-
-def bash_input(command: str = "ls", **extra: Any) -> dict[str, Any]:
-    return {"tool_name": "Bash", "tool_input": {"command": command}, **extra}

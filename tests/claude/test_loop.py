@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 from kodelet.claude import CommandHook, HookMatcher, Runner, merge
 
-from .conftest import MakeRunner, script
+from tests.kit.claude_runner import MakeRunner, script
 
 
 @attrs.define

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kodelet.claude import CommandHook, HookMatcher, Outcome, merge
 
-from .conftest import MakeRunner, bash_input, script
+from tests.kit.claude_runner import MakeRunner, bash_input, script
 
 GUARD = """#!/bin/bash
 # Blocks rm -rf the way most public guards do: reason on stderr, exit 2.

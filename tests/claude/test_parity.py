@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kodelet.claude import CommandHook, HookEvent, HookMatcher, Outcome, merge
 
-from .conftest import MakeRunner, bash_input
+from tests.kit.claude_runner import MakeRunner, bash_input
 
 STOP_BLOCK_WITH_CONTEXT = json.dumps(
     {

@@ -25,7 +25,7 @@ from kodelet.claude import (
     merge,
 )
 
-from .conftest import MakeRunner, bash_input, script
+from tests.kit.claude_runner import MakeRunner, bash_input, script
 
 # --- callbacks ------------------------------------------------------------
 

@@ -43,3 +43,17 @@ def our_commands(data: dict[str, Any]) -> dict[str, list[str]]:
         event: [h["command"] for g in groups for h in g["hooks"] if "claude hook" in h["command"]]
         for event, groups in data.get("hooks", {}).items()
     }
+
+
+def pre_tool(project: Path, command: str = "rm -rf /") -> dict[str, Any]:
+    """One Claude Code ``PreToolUse`` input for its ``Bash`` tool, as Claude Code sends it."""
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": "s1",
+        "transcript_path": "",
+        "cwd": str(project),
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": "toolu_1",
+    }

@@ -14,6 +14,8 @@ from typing import Any
 
 from kodelet.warm import client
 
+from .claude import pre_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = ROOT / "docs" / "PROTOCOL.md"
 REDACT = ROOT / "core" / "kodelet" / "replay" / "demo" / "redact.py"
@@ -185,16 +187,7 @@ def lean_client(
     """One Claude Code ``PreToolUse`` call through the lean client (``lean``, run by
     ``python``), as Claude Code makes it: the permission decision's reason, or None when
     the call may go ahead."""
-    data = {
-        "hook_event_name": "PreToolUse",
-        "session_id": "s1",
-        "transcript_path": "",
-        "cwd": str(project),
-        "permission_mode": "default",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-        "tool_use_id": "toolu_1",
-    }
+    data = pre_tool(project, command)
     done = subprocess.run(
         [python, "-I", "-S", lean, "claude", "hook"],
         input=json.dumps(data),

@@ -266,11 +266,12 @@ asked, and what happens instead), as docs/AGENTS.md's table of answers says."""
 
 
 def cannot_apply(agent: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The active hooks on events where ``agent`` cannot apply some answer, with what."""
+    """The active hooks on events where ``agent`` cannot apply some answer, with what.
+    kodelet's own built-ins are left out: on these events they only block."""
     out = []
     for event, what in CANNOT_APPLY.get(agent, ()):
         for r in rows:
-            if r["event"] == event:
+            if r["event"] == event and not str(r["name"]).startswith("builtin:"):
                 out.append({"name": r["name"], "event": event, "answer": what})
     return out
 

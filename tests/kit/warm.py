@@ -1,0 +1,105 @@
+"""What the warm kodelet's tests share: a guard that blocks ``rm -rf`` with a reason of
+the test's choosing, and an environment in which the warm kodelet is on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kodelet.places import find_project
+from kodelet.warm import client, control, protocol
+
+from .claude import pre_tool
+
+__all__ = [
+    "CLIENT",
+    "GUARD",
+    "decision",
+    "hook",
+    "pre_tool",
+    "socket_path",
+    "started",
+    "wait_for",
+    "warm",
+    "warm_env",
+    "write_guard",
+]
+
+GUARD = """#!/bin/sh
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) if grep -q 'rm -rf'; then echo '{"blocked": true, "reason": "MARK"}'; fi ;;
+esac
+"""
+
+
+def write_guard(project: Path, mark: str = "no rm", name: str = "guard") -> Path:
+    hook = project / ".kodelet" / "hooks" / name
+    hook.write_text(GUARD.replace("MARK", mark))
+    hook.chmod(0o755)
+    return hook
+
+
+def warm_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "KODELET_DAEMON"}
+    env.update(extra)
+    return env
+
+
+CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
+
+
+def hook(
+    project: Path, data: dict[str, Any], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-I", "-S", CLIENT, "claude", "hook"],
+        input=json.dumps(data),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env or warm_env(),
+        timeout=120,
+    )
+
+
+def decision(proc: subprocess.CompletedProcess[str]) -> str | None:
+    assert proc.returncode == 0, proc.stderr
+    if not proc.stdout.strip():
+        return None
+    out = json.loads(proc.stdout)
+    return str(out["hookSpecificOutput"]["permissionDecisionReason"])
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s")
+
+
+def warm(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    return [i for i in control.running(env or warm_env()) if "pid" in i]
+
+
+def socket_path(project: Path, env: dict[str, str] | None = None) -> Path:
+    env = env or warm_env()
+    name = protocol.key(str(find_project(project, env)), env)
+    return Path(protocol.runtime_dir(env)) / f"{name}.sock"
+
+
+def started(project: Path) -> dict[str, Any]:
+    """The first call answers in-process and starts the warm kodelet; wait until it answers."""
+    assert decision(hook(project, pre_tool(project))) == "no rm"
+    infos = wait_for(warm)
+    assert len(infos) == 1
+    return dict(infos[0])
