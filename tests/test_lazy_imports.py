@@ -103,3 +103,37 @@ def test_hooks_run_imports_neither_replay_nor_the_claude_runner(
 def test_replay_imports_the_replay_machinery(tmp_path: Path, project: Path) -> None:
     loaded = _cli_modules(["replay", "--json"], tmp_path, project)
     assert set(REPLAY) <= loaded
+
+
+def test_the_package_names_its_exports_once_for_runtime_and_once_for_type_checkers() -> None:
+    """``kodelet/__init__.py`` imports its public names on first use (``_EXPORTS``) and
+    spells them again, as explicit re-exports, only for type checkers: the two lists
+    must be one, and ``__all__`` is derived from the first."""
+    import ast
+
+    import kodelet
+
+    source = Path(kodelet.__file__).read_text()
+    checked = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom)
+                for alias in imp.names:
+                    assert alias.asname == alias.name, "an explicit re-export: X as X"
+                    checked[alias.name] = "." * imp.level + (imp.module or "")
+    assert checked == kodelet._EXPORTS
+    assert kodelet.__all__ == sorted(kodelet._EXPORTS)
+    for name in kodelet.__all__:
+        assert getattr(kodelet, name) is not None
+
+
+def test_importing_the_package_imports_no_third_party_module() -> None:
+    """``from kodelet import hookkit`` runs in every Python hook: the package face and the
+    version it carries cost nothing beyond the standard library."""
+    code = (
+        "import sys, kodelet\n"
+        "print(sorted(m for m in ('pluggy', 'attrs', 'cattrs') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -9,54 +9,58 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .lazy import lazy_exports
-from .markers import VERSION
+from .version import VERSION
 
-if TYPE_CHECKING:
-    from .assembly import load_runtime
-    from .config import Config, ConfigError, HookSettings, load_config
-    from .errors import HookFailure, KodeletError
-    from .events import Event, parse_event
-    from .host.apply import Applied, apply_after_turn, apply_agent_stop
-    from .host.session import Session
-    from .markers import ENTRY_POINT_GROUP, hookimpl, hookspec
-    from .payloads import (
-        AfterToolCallPayload,
-        AfterTurnPayload,
-        AgentStopPayload,
-        BasePayload,
-        BeforeToolCallPayload,
-        Message,
-        StructuredToolResult,
-        UsageInfo,
-        UserMessageSendPayload,
-    )
-    from .recipes import (
-        CallbackRegistry,
-        ExtractiveRunner,
-        LLMRunner,
-        Recipe,
-        RecipeError,
-        RecipeLibrary,
-        RunnerError,
-        ToolCall,
-    )
-    from .results import (
-        AfterToolCallResult,
-        AfterTurnResult,
-        AgentStopResult,
-        BeforeToolCallResult,
-        UserMessageSendResult,
-    )
-    from .runtime import Runtime
-    from .seam import HookEntry
-    from .trace import Dispatch, Outcome, Source, TraceRecord
-    from .wire import (
-        WireError,
-        payload_from_wire,
-        payload_to_wire,
-        result_from_wire,
-        result_to_wire,
-    )
+if TYPE_CHECKING:  # the same names, for type checkers (a test holds the two equal)
+    from .assembly import load_runtime as load_runtime
+    from .config import Config as Config
+    from .config import ConfigError as ConfigError
+    from .config import HookSettings as HookSettings
+    from .config import load_config as load_config
+    from .errors import HookFailure as HookFailure
+    from .errors import KodeletError as KodeletError
+    from .events import Event as Event
+    from .events import parse_event as parse_event
+    from .host.apply import Applied as Applied
+    from .host.apply import apply_after_turn as apply_after_turn
+    from .host.apply import apply_agent_stop as apply_agent_stop
+    from .host.session import Session as Session
+    from .markers import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+    from .markers import hookimpl as hookimpl
+    from .markers import hookspec as hookspec
+    from .payloads import AfterToolCallPayload as AfterToolCallPayload
+    from .payloads import AfterTurnPayload as AfterTurnPayload
+    from .payloads import AgentStopPayload as AgentStopPayload
+    from .payloads import BasePayload as BasePayload
+    from .payloads import BeforeToolCallPayload as BeforeToolCallPayload
+    from .payloads import Message as Message
+    from .payloads import StructuredToolResult as StructuredToolResult
+    from .payloads import UsageInfo as UsageInfo
+    from .payloads import UserMessageSendPayload as UserMessageSendPayload
+    from .recipes import CallbackRegistry as CallbackRegistry
+    from .recipes import ExtractiveRunner as ExtractiveRunner
+    from .recipes import LLMRunner as LLMRunner
+    from .recipes import Recipe as Recipe
+    from .recipes import RecipeError as RecipeError
+    from .recipes import RecipeLibrary as RecipeLibrary
+    from .recipes import RunnerError as RunnerError
+    from .recipes import ToolCall as ToolCall
+    from .results import AfterToolCallResult as AfterToolCallResult
+    from .results import AfterTurnResult as AfterTurnResult
+    from .results import AgentStopResult as AgentStopResult
+    from .results import BeforeToolCallResult as BeforeToolCallResult
+    from .results import UserMessageSendResult as UserMessageSendResult
+    from .runtime import Runtime as Runtime
+    from .seam import HookEntry as HookEntry
+    from .trace import Dispatch as Dispatch
+    from .trace import Outcome as Outcome
+    from .trace import Source as Source
+    from .trace import TraceRecord as TraceRecord
+    from .wire import WireError as WireError
+    from .wire import payload_from_wire as payload_from_wire
+    from .wire import payload_to_wire as payload_to_wire
+    from .wire import result_from_wire as result_from_wire
+    from .wire import result_to_wire as result_to_wire
 
 # Imported on first use, so an executable hook doing ``from kodelet import hookkit``
 # (or a plugin importing ``hookimpl``) does not pay for the whole framework.
@@ -112,7 +116,6 @@ _EXPORTS = {
     "result_to_wire": ".wire",
 }
 
-
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
@@ -120,54 +123,4 @@ __version__ = VERSION
 """Written once, in the package's ``VERSION`` file, which pyproject.toml (``dynamic =
 ["version"]``) and the warm kodelet's standard-library protocol read too."""
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "AfterToolCallPayload",
-    "AfterToolCallResult",
-    "AfterTurnPayload",
-    "AfterTurnResult",
-    "AgentStopPayload",
-    "AgentStopResult",
-    "Applied",
-    "BasePayload",
-    "BeforeToolCallPayload",
-    "BeforeToolCallResult",
-    "CallbackRegistry",
-    "Config",
-    "ConfigError",
-    "Dispatch",
-    "Event",
-    "ExtractiveRunner",
-    "HookEntry",
-    "HookFailure",
-    "HookSettings",
-    "KodeletError",
-    "LLMRunner",
-    "Message",
-    "Outcome",
-    "Recipe",
-    "RecipeError",
-    "RecipeLibrary",
-    "RunnerError",
-    "Runtime",
-    "Session",
-    "Source",
-    "StructuredToolResult",
-    "ToolCall",
-    "TraceRecord",
-    "UsageInfo",
-    "UserMessageSendPayload",
-    "UserMessageSendResult",
-    "WireError",
-    "apply_after_turn",
-    "apply_agent_stop",
-    "hookimpl",
-    "hookspec",
-    "load_config",
-    "load_runtime",
-    "parse_event",
-    "payload_from_wire",
-    "payload_to_wire",
-    "result_from_wire",
-    "result_to_wire",
-]
+__all__ = sorted(_EXPORTS)

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import attrs
 
-from . import __version__
 from .adapters.executables import NAME as EXECUTABLES
 from .adapters.executables import ExecutableAdapter
 from .config import Config, load_config
@@ -27,6 +26,7 @@ from .markers import PROJECT
 from .places import Places
 from .process import killing_on_signals
 from .runtime import SLOW_AFTER, Runtime
+from .version import VERSION
 
 __all__ = ["hooks_die_with_host", "load_runtime", "protect_kodelet"]
 
@@ -50,7 +50,7 @@ def protect_kodelet(runtime: Runtime) -> None:
     guard = selfguard.SelfGuard(runtime.places.cwd, runtime.places.global_root, runtime.env)
     info = runtime.register(guard, name=selfguard.NAME, builtin=True)
     info.path = os.path.dirname(selfguard.__file__)
-    info.version, info.distribution = __version__, PROJECT
+    info.version, info.distribution = VERSION, PROJECT
 
 
 def load_runtime(

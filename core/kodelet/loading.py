@@ -18,7 +18,8 @@ import attrs
 import importlib_metadata
 
 from .errors import describe
-from .markers import ENTRY_POINT_GROUP, PROJECT, VERSION
+from .markers import ENTRY_POINT_GROUP, PROJECT
+from .version import VERSION
 
 log = logging.getLogger("kodelet.loading")
 

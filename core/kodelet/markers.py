@@ -3,16 +3,12 @@ and the plugin manager that looks for them."""
 
 from __future__ import annotations
 
-import os
 from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
 import pluggy
 
 PROJECT = "kodelet"
-with open(os.path.join(os.path.dirname(__file__), "VERSION"), encoding="ascii") as _file:
-    VERSION = _file.read().strip()
-"""kodelet's version, from the one file that holds it (``kodelet.__version__``)."""
 ENTRY_POINT_GROUP = "kodelet.plugins"
 
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
+from ..errors import KodeletError
 from .places import RULES, Glob, Protected, fold
 from .shell import Item, Part, Simple, TooDeep, Unreadable, Word, parse
 from .words import SOMEWHERE, Path, flatten, literal_text, place, real, resolve
@@ -121,7 +122,7 @@ _PAIRS = (
 _AGENT_DIRS = frozenset(d for d, _ in _PAIRS) | {"plugin", "hooks"}
 
 
-class Blocked(Exception):
+class Blocked(KodeletError):
     """Raised with the reason, to stop reading a command at its first protected write."""
 
 

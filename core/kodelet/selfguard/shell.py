@@ -18,6 +18,8 @@ from typing import Literal
 
 import attrs
 
+from ..errors import KodeletError
+
 MAX_NESTING = 24
 """Command substitutions inside command substitutions (and ``sh -c`` inside ``sh -c``)
 deeper than this are not read; the guard blocks such a command (no one writes them)."""
@@ -51,7 +53,7 @@ Item = Simple | Literal["(", ")"]
 """A simple command, or the start or end of a subshell (where a ``cd`` ends)."""
 
 
-class Unreadable(ValueError):
+class Unreadable(KodeletError, ValueError):
     """The command is not one this reader can follow; the message says why."""
 
 
