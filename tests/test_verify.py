@@ -12,26 +12,11 @@ from typing import Any
 
 import pytest
 
+from tests.kit.hooks import BLOCKER, NOTHING
+
 BIN = str(Path(sys.executable).parent)
 TRUST = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 """Gemini CLI reads a project's file only in a folder it trusts: this shell says so."""
-
-BLOCKER = """#!/bin/sh
-# Stops every rm -rf, lets the rest through.
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) grep -q 'rm -rf' && echo '{"blocked": true, "reason": "no rm -rf in this project"}'
-       exit 0 ;;
-esac
-"""
-
-NOTHING = """#!/bin/sh
-# Lets everything through.
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) cat > /dev/null ;;
-esac
-"""
 
 
 def kodelet(

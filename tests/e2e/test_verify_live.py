@@ -16,21 +16,7 @@ import pytest
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import GEMINI
-
-BLOCKER = """#!/bin/sh
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) grep -q 'rm -rf' && echo '{"blocked": true, "reason": "no rm -rf in this project"}'
-       exit 0 ;;
-esac
-"""
-
-NOTHING = """#!/bin/sh
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) cat > /dev/null ;;
-esac
-"""
+from tests.kit.hooks import BLOCKER, NOTHING
 
 
 @pytest.fixture
