@@ -201,8 +201,9 @@ def test_failures_match_per_call_and_the_server_restarts(
 def test_handler_exception_reaches_the_trace_with_its_message(project: Path) -> None:
     write_hook(project / ".kodelet" / "hooks", "kit", hook_source("before_tool_call"))
     with load_runtime(cwd=project, entry_points=False) as rt:
-        record, builtin = rt.dispatch(bad("raise")).trace
-    assert builtin.name == "builtin:protect-kodelet"
+        done = rt.dispatch(bad("raise"))
+    (record,) = done.trace  # its failure blocks, so the chain stops there
+    assert done.result.blocked is True
     assert record.error is not None and "ValueError: boom" in record.error
 
 
