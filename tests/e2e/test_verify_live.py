@@ -102,6 +102,9 @@ def test_verify_live_a_guard_that_lets_it_through_fails_from_facts(
     tmp_path: Path, venv_bin: Path, agents_bin: Path, agent: str
 ) -> None:
     root = project(tmp_path / "p", NOTHING)
+    # The e2e session pip-installs the example guardrail plugin, which blocks rm -rf on
+    # its own: this project's only guard must be the one that lets everything through.
+    (root / ".kodelet" / "config.toml").write_text('[plugins]\ndisabled = ["guardrail"]\n')
     run = lambda *a: kodelet(venv_bin, agents_bin, *a, cwd=root, **TRUST)  # noqa: E731
     assert run(agent, "install").returncode == 0
     live = run("verify", "--agent", agent, "--live", "--json", "--expect-block", "rm -rf build")
