@@ -314,7 +314,11 @@ def warnings_counted() -> Iterator[Counter]:
 def soak_runtime(project: Path) -> Iterator[Runtime]:
     for event, name in EXECUTABLES.items():
         write_hook(project / ".kodelet" / "hooks", name, exe_script(name, event))
-    (project / ".kodelet" / "config.toml").write_text(f"[hooks]\ntimeout = {TIMEOUT}\n")
+    # The model below predicts the merge with failures as "no action": the soak is about
+    # failures not leaking or piling up, so its hooks opt out of failing closed.
+    (project / ".kodelet" / "config.toml").write_text(
+        f"[hooks]\ntimeout = {TIMEOUT}\nfail_closed = false\n"
+    )
     plugins = [(name, Native(name)) for name in NATIVES]
     with load_runtime(
         cwd=project, entry_points=False, builtins=False, plugins=plugins, slow_after=TIMEOUT
