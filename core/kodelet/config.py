@@ -76,20 +76,18 @@ class Config:
     def hook(self, name: str) -> HookSettings:
         return self.hooks.get(name) or _DEFAULT_HOOK
 
-    def fails_closed(self, name: str) -> bool:
+    def fails_closed(self, name: str, *, by_default: bool = True) -> bool:
         """Whether hook ``name`` failing on a blocking event blocks it: its own
-        ``fail_closed``, else ``[hooks] fail_closed`` (true unless set)."""
+        ``fail_closed``, else ``[hooks] fail_closed`` (true unless set). The one rule
+        for every kind of hook and every place that asks (the runtime's entries, the
+        stand-ins, the discovery cache). ``by_default=False`` for what blocks only
+        when its own table says so: a Claude Code settings hook, which keeps Claude
+        Code's ``onFailure``, and what is no hook (a file without ``x``, a table naming
+        nothing), which claims a guard only by ``fail_closed = true``."""
         own = self.hook(name).fail_closed
-        return self.fail_closed if own is None else own
-
-    def fail_open_setting(self, name: str) -> str | None:
-        """Where hook ``name`` is told to fail open (the key and its file), or None."""
-        if self.fails_closed(name):
-            return None
-        key = _spell(("hook", name, "fail_closed"))
-        if self.hook(name).fail_closed is None:
-            key = "hooks.fail_closed"
-        return f"{_setting(key)} ({self.sources.get(key, 'config.toml')})"
+        if own is not None:
+            return own
+        return self.fail_closed and by_default
 
     def timeout_for(self, name: str) -> float:
         """A hook's own timeout from a file, unless the environment or a flag set one:
@@ -145,12 +143,6 @@ def _bare(name: str) -> str:
 # so a name holding dots or quotes never has to be parsed back out of a string;
 # the dotted spelling is only for showing where a value came from.
 _Key = tuple[str, ...]
-
-
-def _setting(key: str) -> str:
-    """A dotted key as the line that sets it false: ``[hooks."x"] fail_closed = false``."""
-    table, _, leaf = key.rpartition(".")
-    return f"[{table}] {leaf} = false"
 
 
 def _spell(key: _Key) -> str:

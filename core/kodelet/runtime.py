@@ -213,18 +213,9 @@ def _entry(runtime: Runtime, name: str, source: Source, rank: Rank, call: Any, a
            nargs: int, get: Any = None, path: str | None = None,
            note: str | None = None) -> HookEntry:  # fmt: skip
     config = runtime.config
-    closed = fails_closed(config, name, source)
+    # A Claude Code settings hook keeps Claude Code's own rule (its ``onFailure``, which
+    # the Claude runner applies); only its own ``fail_closed = true`` adds kodelet's.
+    closed = config.fails_closed(name, by_default=source is not Source.CLAUDE)
     return HookEntry(name=name, source=source, rank=rank, call=call, acall=acall, get=get,
                      nargs=nargs, timeout=config.timeout_for(name), fail_closed=closed,
                      path=path, note=note)  # fmt: skip
-
-
-def fails_closed(config: Config, name: str, source: Source) -> bool:
-    """Whether a failure of this hook blocks a blocking event (DESIGN.md, Contracts).
-
-    A Claude Code settings hook keeps Claude Code's own rule: its ``onFailure``
-    decides (the Claude runner applies it), and only its own ``[hooks."<name>"]
-    fail_closed = true`` adds kodelet's; every other hook fails closed unless told not to."""
-    if source is Source.CLAUDE:
-        return config.hook(name).fail_closed is True
-    return config.fails_closed(name)

@@ -115,7 +115,7 @@ class ClaudeCodeAdapter(Adapter):
                 spec.problem is not None
                 and spec.name not in runs
                 and (spec.event is None or event is not None)  # a kodelet event it guards
-                and config.hook(spec.name).fail_closed is True
+                and config.fails_closed(spec.name, by_default=False)
                 and config.hook_enabled(spec.name)
             ):
                 # A fail-closed Claude guard that cannot run still guards (as an

@@ -610,7 +610,7 @@ def discover(
             results.append(DiscoveredHook.not_run(cand, f"untrusted: {why}"))
             continue
         # A hook marked fail_closed is always asked: no cache entry may move it off its event.
-        guarded = config is not None and config.hook(cand.name).fail_closed is True
+        guarded = config is not None and config.fails_closed(cand.name, by_default=False)
         known = peek(cand.file, st=cand.lstat) if peek is not None and not guarded else None
         if config is not None and not config.hook_enabled(cand.name):
             # Disabled means not run, not even asked: the event is shown only if cached.

@@ -31,9 +31,7 @@ def needs_stand_in(hook: DiscoveredHook, config: Config) -> bool:
         return False
     if not config.hook_enabled(hook.name):
         return False
-    if config.hook(hook.name).fail_closed is True:
-        return True
-    return hook.hook and config.fails_closed(hook.name)
+    return config.fails_closed(hook.name, by_default=hook.hook)
 
 
 def blocking_stand_in(
