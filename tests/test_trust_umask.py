@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from kodelet import load_runtime
-from kodelet.adapters.discovery import private_group
+from kodelet.adapters.discovery import UserDatabase
 from kodelet.payloads import BeforeToolCallPayload
 from kodelet.testing import discovered
 
@@ -113,6 +113,7 @@ def test_a_group_others_share_is_refused_and_blocks_with_its_fix(
 
 
 def test_private_group_reads_the_user_database() -> None:
+    private_group = UserDatabase().private_group
     mine = me()
     assert private_group(mine.pw_uid, mine.pw_gid) is my_group_is_private()
     # Not the owner's primary group: never private, whoever is in it.

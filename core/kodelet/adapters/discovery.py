@@ -137,24 +137,36 @@ def _database_stamp() -> tuple[tuple[int, int, int], ...]:
     return tuple(stamps)
 
 
-def private_group(uid: int, gid: int) -> bool:
-    """Whether group ``gid`` is user ``uid``'s private group, so its write bit lets no
-    one else write: it is that user's primary group, the group database lists no
-    other member of it, and no other user has it as primary group. This is what
-    ``umask 002`` systems (Debian, Ubuntu, Fedora) give each user, and what Debian's
-    OpenSSH accepts for ``StrictModes``. Only what the user database lists is seen.
+class UserDatabase:
+    """The user database as the trust rule reads it, with what it has answered.
 
     Reading every account costs a millisecond, and trust is checked before every
-    call, so the answer is kept per (uid, gid) for as long as ``/etc/passwd`` and
-    ``/etc/group`` are unchanged: a member added there is seen at the next check,
-    even by a warm kodelet."""
-    return _private_group(uid, gid, _database_stamp())
+    call, so an owner of trust checks (a discovery, an executable adapter) keeps one
+    and its answers per (uid, gid) for as long as ``/etc/passwd`` and ``/etc/group``
+    are unchanged: a member added there is seen at the next check, even by a warm
+    kodelet."""
+
+    def __init__(self) -> None:
+        self._stamp: tuple[tuple[int, int, int], ...] | None = None
+        self._answers: dict[tuple[int, int], bool] = {}
+
+    def private_group(self, uid: int, gid: int) -> bool:
+        """Whether group ``gid`` is user ``uid``'s private group, so its write bit lets
+        no one else write: it is that user's primary group, the group database lists
+        no other member of it, and no other user has it as primary group. This is
+        what ``umask 002`` systems (Debian, Ubuntu, Fedora) give each user, and what
+        Debian's OpenSSH accepts for ``StrictModes``. Only what the user database
+        lists is seen."""
+        stamp = _database_stamp()
+        if stamp != self._stamp:
+            self._stamp, self._answers = stamp, {}
+        answer = self._answers.get((uid, gid))
+        if answer is None:
+            answer = self._answers[(uid, gid)] = _private_group(uid, gid)
+        return answer
 
 
-@functools.lru_cache(maxsize=64)
-def _private_group(uid: int, gid: int, stamp: tuple[tuple[int, int, int], ...]) -> bool:
-    """:func:`private_group` for one state of the user database (``stamp``): a pure
-    function of its arguments, so remembering its answers changes none."""
+def _private_group(uid: int, gid: int) -> bool:
     try:
         owner = pwd.getpwuid(uid)
         group = grp.getgrgid(gid)
@@ -166,16 +178,24 @@ def _private_group(uid: int, gid: int, stamp: tuple[tuple[int, int, int], ...]) 
 
 
 def stat_problem(
-    where: str | Path, st: os.stat_result, me: int, *, sticky_ok: bool = False
+    where: str | Path,
+    st: os.stat_result,
+    me: int,
+    *,
+    sticky_ok: bool = False,
+    users: UserDatabase | None = None,
 ) -> str | None:
     """Why what ``st`` describes could be written by someone other than ``me`` or root:
     the one rule for hook files, their directories and the discovery cache.
     ``sticky_ok``: a sticky directory (/tmp) lets nobody replace others' entries.
-    Group write is harmless when the group is the owner's private group."""
+    Group write is harmless when the group is the owner's private group (asked of
+    ``users``, the caller's :class:`UserDatabase`, else of a fresh one)."""
     if not (sticky_ok and st.st_mode & stat.S_ISVTX):
         if st.st_mode & stat.S_IWOTH:
             return f"{shown(where)} is group- or world-writable"
-        if st.st_mode & stat.S_IWGRP and not private_group(st.st_uid, st.st_gid):
+        if st.st_mode & stat.S_IWGRP and not (users or UserDatabase()).private_group(
+            st.st_uid, st.st_gid
+        ):
             return f"{shown(where)} is group-writable {_group_of(st)}"
     if st.st_uid not in (me, 0):
         return f"{shown(where)} is owned by uid {st.st_uid}, not the current user or root"
@@ -195,7 +215,13 @@ _Memo = dict[tuple[Path, Path, bool], "str | None"]
 
 
 def _chain_problem(
-    path: Path, root: Path, me: int, *, sticky_ok: bool, memo: _Memo | None = None
+    path: Path,
+    root: Path,
+    me: int,
+    *,
+    sticky_ok: bool,
+    memo: _Memo | None = None,
+    users: UserDatabase | None = None,
 ) -> str | None:
     """The first unsafe component from ``path`` up to ``root``; ``memo`` remembers each
     directory's answer, so many files in one directory cost one ``stat`` each."""
@@ -214,7 +240,7 @@ def _chain_problem(
         except OSError as exc:
             found = f"cannot stat {shown(current)}: {exc.strerror}"
             break
-        found = stat_problem(current, st, me, sticky_ok=sticky_ok and current != path)
+        found = stat_problem(current, st, me, sticky_ok=sticky_ok and current != path, users=users)
         if found:
             break
         if current == root or current.parent == current:
@@ -239,7 +265,7 @@ _SLOW = "?"
 
 
 def _untrusted_plain(
-    path: str, root: Path, memo: dict[Any, Any], st: os.stat_result | None
+    path: str, root: Path, memo: dict[Any, Any], st: os.stat_result | None, users: UserDatabase
 ) -> str | None:
     """:func:`_untrusted` for the common case, a regular file (not a symlink) in a
     directory already judged: one ``lstat`` (none when the listing took it, as a
@@ -254,14 +280,14 @@ def _untrusted_plain(
     if stat.S_ISLNK(st.st_mode):
         return _SLOW
     me = os.geteuid()
-    problem = stat_problem(path, st, me)
+    problem = stat_problem(path, st, me, users=users)
     if problem:
         return problem
     key = ("plain", path.rpartition("/")[0], root)
     state = memo.get(key)
     if state is None:
         parent = Path(path).parent
-        why = _chain_problem(parent, root, me, sticky_ok=False, memo=memo)
+        why = _chain_problem(parent, root, me, sticky_ok=False, memo=memo, users=users)
         if why:
             state = why
         elif _realpath(parent, memo) == _realpath(root, memo) / parent.relative_to(root):
@@ -277,20 +303,23 @@ def _untrusted(
     root: Path,
     memo: dict[Any, Any] | None = None,
     lstat: os.stat_result | None = None,
+    users: UserDatabase | None = None,
 ) -> str | None:
     """Why a file must not be run because someone else could have written it.
 
     A symlink is judged by where it leads too: the target and its directories
     (up to the root if it stays inside, else up to ``/``) must be safe as well.
     ``memo`` (one per discovery) shares the directories' answers between files;
-    ``lstat`` is the file's, if the caller has it."""
+    ``lstat`` is the file's, if the caller has it; ``users`` (one per discovery too)
+    the user database its group checks ask."""
+    users = users or UserDatabase()
     if memo is not None:
-        quick = _untrusted_plain(os.fspath(path), root, memo, lstat)
+        quick = _untrusted_plain(os.fspath(path), root, memo, lstat, users)
         if quick != _SLOW:
             return quick
     path = Path(path)
     me = os.geteuid()
-    why = _chain_problem(path, root, me, sticky_ok=False, memo=memo)
+    why = _chain_problem(path, root, me, sticky_ok=False, memo=memo, users=users)
     if why:
         return why
     real_root = _realpath(root, memo)
@@ -302,7 +331,7 @@ def _untrusted(
         return None
     inside = real.is_relative_to(real_root)
     top = real_root if inside else Path(real.anchor)
-    return _chain_problem(real, top, me, sticky_ok=not inside, memo=memo)
+    return _chain_problem(real, top, me, sticky_ok=not inside, memo=memo, users=users)
 
 
 def untrusted(path: str | Path, root: Path) -> str | None:
@@ -604,8 +633,9 @@ def discover(
     pending: list[tuple[int, Candidate]] = []
     fresh: list[Path] = []
     memo: dict[Any, Any] = {}
+    users = UserDatabase()
     for cand, trust_root in todo:
-        why = _untrusted(cand.file, trust_root, memo, cand.lstat)
+        why = _untrusted(cand.file, trust_root, memo, cand.lstat, users)
         if why:
             results.append(DiscoveredHook.not_run(cand, f"untrusted: {why}"))
             continue
@@ -658,9 +688,10 @@ def inspect(
     events answered before; ``why`` says why the rest were not asked."""
     todo, found = scan(places)
     memo: dict[Any, Any] = {}
+    users = UserDatabase()
     looked: list[DiscoveredHook] = []
     for cand, trust_root in todo:
-        untrusted = _untrusted(cand.path, trust_root, memo)
+        untrusted = _untrusted(cand.path, trust_root, memo, users=users)
         known = peek(cand.path) if callable(peek) and not untrusted else None
         answer = known if isinstance(known, tuple) else None
         if untrusted:

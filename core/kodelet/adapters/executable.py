@@ -18,7 +18,7 @@ from .. import jsonio
 from ..errors import HookFailure
 from ..events import Event
 from ..process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
-from .discovery import DiscoveredHook, stat_problem
+from .discovery import DiscoveredHook, UserDatabase, stat_problem
 from .interpreter import command, explain
 
 __all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
@@ -61,9 +61,11 @@ class ExecutableHook:
         default_cwd: str = "",
         env: Mapping[str, str] | None = None,
         groups: ProcessGroups | None = None,
+        users: UserDatabase | None = None,
     ) -> None:
         self.name = name
         self.groups = groups
+        self.users = users or UserDatabase()
         self.file = os.fspath(path)
         self.event = event
         self.plugin_root = plugin_root
@@ -107,7 +109,7 @@ class ExecutableHook:
                 st = os.stat(where)
             except OSError:
                 return  # gone: running it reports that in its own words
-            problem = stat_problem(where, st, me)
+            problem = stat_problem(where, st, me, users=self.users)
             if problem:
                 raise HookFailure(f"untrusted: {problem}")
 

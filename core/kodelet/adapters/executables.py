@@ -22,7 +22,14 @@ from ..process import ProcessGroups
 from ..seam import Adapter, AdapterHook, Rank
 from ..wire import payload_to_wire
 from .cache import DiscoveryCache, cache_disabled
-from .discovery import DiscoveredHook, discover, hook_names, unknown_hooks, unknown_names
+from .discovery import (
+    DiscoveredHook,
+    UserDatabase,
+    discover,
+    hook_names,
+    unknown_hooks,
+    unknown_names,
+)
 from .executable import ExecutableHook
 from .persistent import PROTOCOL as PERSISTENT_PROTOCOL
 from .persistent import PersistentHook
@@ -46,7 +53,13 @@ class ExecutableAdapter(Adapter):
         super().__init__()
         self.groups = ProcessGroups()
         self.discovered = list(discovered)
-        self._runner_args = {"default_cwd": default_cwd, "env": env, "groups": self.groups}
+        # One user database for every runner's trust check (kept answers, see UserDatabase).
+        self._runner_args = {
+            "default_cwd": default_cwd,
+            "env": env,
+            "groups": self.groups,
+            "users": UserDatabase(),
+        }
         self._persistent = persistent
         self._runners: dict[str, ExecutableHook] = {}
         self._lock = threading.Lock()
