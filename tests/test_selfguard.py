@@ -426,6 +426,18 @@ def test_a_guard_that_fails_blocks(proj: Path) -> None:
     assert "failed while checking" in result.reason and NAME in result.reason
 
 
+def test_one_guard_sees_kodelets_files_as_they_are_at_each_call(proj: Path) -> None:
+    """The guard of a long-lived runtime (the warm kodelet's) works its places out once,
+    but asks on every call which of kodelet's files are there."""
+    guard = SelfGuard(proj, Path(os.environ["KODELET_HOME"]), os.environ)
+    inner = proj / "src" / "deep" / "x"
+    inner.mkdir()
+    assert guard.before_tool_call("bash", {"command": "rm -rf .."}, str(inner)) is None
+    (proj / "src" / "deep" / ".kodelet").mkdir()  # a nested project, made by the user
+    result = guard.before_tool_call("bash", {"command": "rm -rf .."}, str(inner))
+    assert result is not None and result.blocked
+
+
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=40),
     lambda inner: (

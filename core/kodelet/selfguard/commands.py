@@ -138,17 +138,14 @@ class State:
 class Checker:
     """Reads one command line against one :class:`Protected`."""
 
-    def __init__(
-        self, protected: Protected, cwd: str, env: Mapping[str, str], depth: int = 0
-    ) -> None:
+    def __init__(self, protected: Protected, cwd: str, depth: int = 0) -> None:
         self.protected = protected
-        self.home = env.get("HOME") or os.path.expanduser("~")
-        self.env = env
+        self.home = protected.home
         self.base = place(cwd)
         self.depth = depth
         self.uncertain = False
         self.dotglob = False
-        self.seed: dict[str, str] = {k: v for k, v in env.items() if k.isidentifier()}
+        self.seed: Mapping[str, str] = protected.seed
         root = fold(protected.global_root)
         self.markers = (".kodelet", "kodelet_home") + (() if ".kodelet" in root else (root,))
 
@@ -400,7 +397,7 @@ class Checker:
     def nested(self, source: str, st: State) -> None:
         if self.depth >= 8:
             raise Blocked("the command nests shells too deep to check")
-        inner = Checker(self.protected, st.cwd.literal or "/", self.env, self.depth + 1)
+        inner = Checker(self.protected, st.cwd.literal or "/", self.depth + 1)
         inner.base, inner.seed = st.cwd, dict(st.vars)
         why = inner.check(source)
         self.uncertain = self.uncertain or inner.uncertain

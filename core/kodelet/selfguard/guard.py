@@ -10,7 +10,7 @@ from typing import Any
 from ..markers import hookimpl
 from ..results import BeforeToolCallResult
 from .commands import Checker
-from .places import Protected
+from .places import Own, Protected
 from .words import from_text, place, real
 
 NAME = "builtin:protect-kodelet"
@@ -52,24 +52,28 @@ def check_call(
     env: Mapping[str, str],
 ) -> str | None:
     """Why this tool call may not run (it would change kodelet's own files), or None."""
-    base = _call_cwd(tool_input, cwd or project)
-    protected = Protected.of(project, global_root, base, env)
-    home = env.get("HOME") or os.path.expanduser("~")
+    return check(Own(project, global_root, env), tool_name, tool_input, cwd or project)
+
+
+def check(own: Own, tool_name: str, tool_input: Mapping[str, Any], cwd: str) -> str | None:
+    """:func:`check_call` for a runtime whose own files ``own`` holds."""
     if tool_name in READ_TOOLS:
         return None
+    base = _call_cwd(tool_input, cwd)
+    protected = own.at(base)
     if tool_name in SHELL_TOOLS:
-        return _shell(tool_input.get("command"), protected, base, env)
+        return _shell(tool_input.get("command"), protected, base)
     if tool_name in FILE_TOOLS:
         for key in PATH_KEYS:
             value = tool_input.get(key)
             if isinstance(value, str):
-                why = _path(value, protected, base, home, f"`{tool_name}` would write")
+                why = _path(value, protected, base, f"`{tool_name}` would write")
                 if why:
                     return why
         return None
     if tool_name in PATCH_TOOLS:
-        return _patch(tool_input, protected, base, env, home)
-    return _unknown(tool_name, tool_input, protected, base, env, home)
+        return _patch(tool_input, protected, base)
+    return _unknown(tool_name, tool_input, protected, base)
 
 
 def _call_cwd(tool_input: Mapping[str, Any], cwd: str) -> str:
@@ -82,22 +86,22 @@ def _call_cwd(tool_input: Mapping[str, Any], cwd: str) -> str:
     return os.path.normpath(cwd)
 
 
-def _shell(command: Any, protected: Protected, cwd: str, env: Mapping[str, str]) -> str | None:
+def _shell(command: Any, protected: Protected, cwd: str) -> str | None:
     if isinstance(command, list):  # an argv (Codex's shell tool): one simple command
         if not all(isinstance(a, str) for a in command):
             return None
         command = " ".join(_quote(a) for a in command)
     if not isinstance(command, str):
         return None
-    return Checker(protected, cwd, env).check(command)
+    return Checker(protected, cwd).check(command)
 
 
 def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "'\\''") + "'"
 
 
-def _path(text: str, protected: Protected, cwd: str, home: str, verb: str) -> str | None:
-    for path in from_text(text, place(cwd), home):
+def _path(text: str, protected: Protected, cwd: str, verb: str) -> str | None:
+    for path in from_text(text, place(cwd), protected.home):
         what = protected.reached(path.comps, absolute=path.absolute, recursive=False)
         if what is None:
             resolved = real(path)
@@ -109,10 +113,7 @@ def _path(text: str, protected: Protected, cwd: str, home: str, verb: str) -> st
     return None
 
 
-def _patch(
-    tool_input: Mapping[str, Any], protected: Protected, cwd: str, env: Mapping[str, str],
-    home: str,
-) -> str | None:  # fmt: skip
+def _patch(tool_input: Mapping[str, Any], protected: Protected, cwd: str) -> str | None:
     """Codex's ``apply_patch``: the files its envelope adds, updates, deletes or moves to."""
     for text in _strings(tool_input):
         for line in text.splitlines():
@@ -122,27 +123,26 @@ def _patch(
                     target = line[len(head) :].strip()
                     if head in ("+++ ", "--- ") and target[:2] in ("a/", "b/"):
                         target = target[2:]
-                    why = _path(target, protected, cwd, home, "the patch would change")
+                    why = _path(target, protected, cwd, "the patch would change")
                     if why:
                         return why
-    return _unknown("apply_patch", tool_input, protected, cwd, env, home)
+    return _unknown("apply_patch", tool_input, protected, cwd)
 
 
 def _unknown(
-    tool_name: str, tool_input: Mapping[str, Any], protected: Protected, cwd: str,
-    env: Mapping[str, str], home: str,
-) -> str | None:  # fmt: skip
+    tool_name: str, tool_input: Mapping[str, Any], protected: Protected, cwd: str
+) -> str | None:
     """A tool the guard does not know (an MCP server's, a new agent's): every string in
     its input that names a protected path as a path blocks it, and a command is read."""
     for n, (key, value) in enumerate(_items(tool_input)):
         if n >= MAX_STRINGS:
             return f"`{tool_name}`'s input is too large to check"
         if key in COMMAND_KEYS:
-            why = Checker(protected, cwd, env).check(value)
+            why = Checker(protected, cwd).check(value)
             if why:
                 return why
         if len(value) <= 4096:
-            why = _path(value, protected, cwd, home, f"`{tool_name}` is given")
+            why = _path(value, protected, cwd, f"`{tool_name}` is given")
             if why:
                 return why
     return None
@@ -172,8 +172,7 @@ class SelfGuard:
 
     def __init__(self, project: Path, global_root: Path, env: Mapping[str, str]) -> None:
         self.project = str(project)
-        self.global_root = str(global_root)
-        self.env = dict(env)
+        self.own = Own(self.project, str(global_root), env)
 
     @hookimpl(trylast=True)
     def before_tool_call(
@@ -181,8 +180,7 @@ class SelfGuard:
     ) -> BeforeToolCallResult | None:
         try:
             where = cwd if os.path.isabs(cwd or "") else os.path.join(self.project, cwd or "")
-            why = check_call(tool_name, tool_input, where, project=self.project,
-                             global_root=self.global_root, env=self.env)  # fmt: skip
+            why = check(self.own, tool_name, tool_input, where)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # a guard that cannot decide says no

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -179,16 +179,6 @@ def parts_of(path: str) -> tuple[str, ...]:
     return tuple(fold(p) for p in path.split("/") if p)
 
 
-def _spots(paths: Iterable[str]) -> list[Spot]:
-    out: dict[tuple[str, ...], Spot] = {}
-    for p in paths:
-        for form in (os.path.normpath(p), _real(p)):
-            if form and form.startswith("/"):
-                parts = parts_of(form)
-                out.setdefault(parts, Spot(parts, p))
-    return list(out.values())
-
-
 def _exists(path: str) -> bool:
     try:
         return os.path.lexists(path)
@@ -205,12 +195,81 @@ def _real(path: str) -> str | None:
 
 def nearest_kodelet(cwd: str, home_root: str) -> str | None:
     """The nearest ``.kodelet`` folder at or above ``cwd``: the project a call is for."""
-    here = Path(cwd)
-    for folder in (here, *here.parents):
-        candidate = folder / ".kodelet"
-        if str(candidate) != home_root and candidate.is_dir():
-            return str(candidate)
-    return None
+    folder = os.path.normpath(cwd)
+    while True:
+        candidate = os.path.join(folder, ".kodelet")
+        if candidate != home_root and os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+MAX_KNOWN = 4096
+"""Paths whose spots an :class:`Own` keeps; past this it forgets them all and starts over."""
+
+
+class Own:
+    """kodelet's own files for one runtime: what does not depend on the call's folder
+    (the project's and the global root's, the user's agent settings, the home folder,
+    the shell variables a command starts with) worked out once; :meth:`at` gives the
+    :class:`Protected` of one call.
+
+    Whether each file is there is asked on every call (one may appear or go at any
+    time); the spots of a path (its lexical and resolved forms) are worked out the
+    first time it is seen there, and kept."""
+
+    def __init__(self, project: str, global_root: str, env: Mapping[str, str]) -> None:
+        self.project = os.path.normpath(project)
+        self.global_root = global_root
+        self.home = home = env.get("HOME") or str(Path.home())
+        self.seed = {k: v for k, v in env.items() if k.isidentifier()}
+        paths = [os.path.join(project, ".kodelet")]
+        paths += [os.path.join(home, rel) for rel in _IN_HOME]
+        codex = env.get("CODEX_HOME") or os.path.join(home, ".codex")
+        paths += [os.path.join(codex, "hooks.json"), os.path.join(codex, "config.toml")]
+        copilot = env.get("COPILOT_HOME") or os.path.join(home, ".copilot")
+        paths.append(os.path.join(copilot, "hooks"))
+        xdg = env.get("XDG_CONFIG_HOME")
+        if xdg:
+            paths.append(os.path.join(xdg, "opencode", "plugin", "kodelet.js"))
+        paths += [os.path.join(project, rel) for rel in _IN_PROJECT]
+        self.fixed = tuple(paths)
+        self.everything = frozenset({(), parts_of(home), parts_of(_real(home) or home)})
+        self._spots: dict[str, tuple[Spot, ...]] = {}
+
+    def at(self, cwd: str) -> Protected:
+        """kodelet's own files as seen from a call that runs in ``cwd``."""
+        paths = list(self.fixed)
+        near = nearest_kodelet(cwd, self.global_root)
+        if near:
+            paths.append(near)
+        if os.path.normpath(cwd) != self.project:
+            paths += [os.path.join(cwd, rel) for rel in _IN_PROJECT]
+        # A folder above a file that is not there holds nothing of kodelet's; the global
+        # root counts even before it exists, as kodelet would read what is put there.
+        spots: dict[tuple[str, ...], Spot] = {}
+        for p in (self.global_root, *(p for p in paths if _exists(p))):
+            for spot in self._spots_of(p):
+                spots.setdefault(spot.parts, spot)
+        return Protected(
+            spots=tuple(spots.values()),
+            global_root=self.global_root,
+            everything=self.everything,
+            home=self.home,
+            seed=self.seed,
+        )
+
+    def _spots_of(self, path: str) -> tuple[Spot, ...]:
+        known = self._spots.get(path)
+        if known is None:
+            if len(self._spots) >= MAX_KNOWN:
+                self._spots.clear()
+            forms = (os.path.normpath(path), _real(path))
+            known = tuple(Spot(parts_of(f), path) for f in forms if f and f.startswith("/"))
+            self._spots[path] = known
+        return known
 
 
 @attrs.frozen
@@ -223,31 +282,10 @@ class Protected:
     """``/`` and the home folder: deleting one of those is every guard's business (and
     ``kodelet verify``'s probe), not this one's, which would make a missing guard look
     present; what is inside them is still protected."""
-
-    @classmethod
-    def of(cls, project: str, global_root: str, cwd: str, env: Mapping[str, str]) -> Protected:
-        home = env.get("HOME") or str(Path.home())
-        paths = [os.path.join(project, ".kodelet"), global_root]
-        near = nearest_kodelet(cwd, global_root)
-        if near:
-            paths.append(near)
-        paths += [os.path.join(home, rel) for rel in _IN_HOME]
-        codex = env.get("CODEX_HOME") or os.path.join(home, ".codex")
-        paths += [os.path.join(codex, "hooks.json"), os.path.join(codex, "config.toml")]
-        copilot = env.get("COPILOT_HOME") or os.path.join(home, ".copilot")
-        paths.append(os.path.join(copilot, "hooks"))
-        xdg = env.get("XDG_CONFIG_HOME")
-        if xdg:
-            paths.append(os.path.join(xdg, "opencode", "plugin", "kodelet.js"))
-        for base in {project, cwd}:
-            paths += [os.path.join(base, rel) for rel in _IN_PROJECT]
-        # A folder above a file that is not there holds nothing of kodelet's; the global
-        # root counts even before it exists, as kodelet would read what is put there.
-        paths = [global_root, *(p for p in paths if _exists(p))]
-        everything = {(), parts_of(home), parts_of(_real(home) or home)}
-        return cls(
-            spots=tuple(_spots(paths)), global_root=global_root, everything=frozenset(everything)
-        )
+    home: str = "/"
+    """The user's home folder, what ``~`` stands for."""
+    seed: Mapping[str, str] = attrs.field(factory=dict)
+    """The shell variables a command starts with (the environment's)."""
 
     def reached(self, comps: Sequence[Comp], *, absolute: bool, recursive: bool) -> str | None:
         """What of kodelet's ``comps`` reaches, or None.
