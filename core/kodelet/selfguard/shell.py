@@ -14,6 +14,7 @@ commands run, so their writes count.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import attrs
@@ -190,18 +191,12 @@ class _Reader:
     def _heredocs(self, i: int) -> int:
         s = self.s
         for delim, quoted, cmd in self.pending:
-            lines: list[str] = []
-            while True:
-                if i >= self.n:
-                    raise Unreadable(f"a here-document without its end ({delim!r})")
-                end = s.find("\n", i)
-                end = self.n if end < 0 else end
-                line = s[i:end]
-                i = end + 1
-                if line == delim or line.lstrip("\t") == delim:
-                    break
-                lines.append(line)
-            body = "\n".join(lines)
+            # the first line that is the delimiter, after any tabs (searched, not walked)
+            last = re.compile("^\t*" + re.escape(delim) + "$", re.MULTILINE).search(s, i)
+            if last is None or last.start() >= self.n:  # not the empty line after the end
+                raise Unreadable(f"a here-document without its end ({delim!r})")
+            body = s[i : max(i, last.start() - 1)]
+            i = last.end() + 1
             cmd.heredocs.append(body)
             if not quoted:  # $(...) and backticks in an unquoted body run
                 _Reader(body, self.depth)._dquoted(0, cmd.subs, end=None)
