@@ -205,6 +205,38 @@ def test_a_hook_no_longer_executable_is_not_run_by_kodelets_python(
     assert not (seen / "kit-run").exists()
 
 
+def test_an_edit_or_a_chmod_between_calls_counts_from_the_next_call(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The interpreter is chosen again whenever the file changed since the last call:
+    a hook that stops importing kodelet runs as written from its next call, and one
+    whose execute bit is gone is not run at all, though an earlier call ran it."""
+    from kodelet import load_runtime
+    from kodelet.payloads import BeforeToolCallPayload
+
+    foreign = foreign_python(tmp_path / "foreign")
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    hook = put(repo / ".kodelet" / "hooks", "kit", WHICH.replace("IMPORT", "import kodelet"))
+    env = env_for(f"{foreign}:/usr/bin:/bin", SEEN=str(seen))
+    payload = BeforeToolCallPayload(tool_name="bash", tool_input={})
+    with load_runtime(cwd=repo, env=env, persistent=False, entry_points=False) as runtime:
+        runtime.dispatch(payload)
+        assert (seen / "kit-run").read_text() == sys.executable
+        hook.write_text(WHICH.replace("IMPORT", ""))
+        runtime.dispatch(payload)
+        assert (seen / "kit-run").read_text() != sys.executable
+        hook.write_text(WHICH.replace("IMPORT", "import kodelet"))
+        runtime.dispatch(payload)
+        assert (seen / "kit-run").read_text() == sys.executable
+        (seen / "kit-run").unlink()
+        hook.chmod(0o644)
+        done = runtime.dispatch(payload)
+    record = done.trace[0]
+    assert record.name == "kit" and "Permission denied" in str(record.error)
+    assert not (seen / "kit-run").exists()
+
+
 def test_a_failed_import_cached_by_an_older_kodelet_is_asked_again(
     repo: Path, tmp_path: Path, kodelet_home: Path
 ) -> None:

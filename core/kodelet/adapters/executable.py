@@ -19,7 +19,7 @@ from ..errors import HookFailure
 from ..events import Event
 from ..process import ProcessGroups, ProcessResult, SpawnError, arun_process, run_process
 from .discovery import DiscoveredHook, UserDatabase, stat_problem
-from .interpreter import command, explain
+from .interpreter import Launcher, explain
 
 __all__ = ["ExecutableHook", "HookFailure", "parse_answer"]
 
@@ -72,6 +72,7 @@ class ExecutableHook:
         self.default_cwd = default_cwd
         self._given_env = env
         self._built_env: dict[str, str] | None = None
+        self._launcher = Launcher(self.file)
 
     @functools.cached_property
     def path(self) -> Path:
@@ -120,7 +121,7 @@ class ExecutableHook:
     def _process(self, payload: Mapping[str, Any], timeout: float) -> dict[str, Any]:
         """``<exe> run`` with the payload on stdin: the same call, sync or asyncio."""
         return {
-            "argv": command(self.file, "run"),
+            "argv": self._launcher.argv("run"),
             "data": self._encode(payload),
             "cwd": self._cwd(payload),
             "env": self._env,

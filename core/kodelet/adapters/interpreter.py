@@ -29,7 +29,7 @@ import os
 import re
 import sys
 
-__all__ = ["command", "explain", "own_python"]
+__all__ = ["Launcher", "command", "explain", "own_python"]
 
 # How much of a file is read to find its ``#!`` line and its imports: a hook is a
 # script, and a kodelet import far past this is not one the docs show.
@@ -78,11 +78,15 @@ def _python() -> str | None:
     return exe if exe and os.path.isabs(exe) and os.access(exe, os.X_OK) else None
 
 
+def _kodelets_kind(head: bytes | None) -> bool:
+    """Whether a file starting with ``head`` is kodelet's kind of hook (see above)."""
+    return head is not None and _asks_env_for_python(head) and bool(_IMPORTS_KODELET.search(head))
+
+
 def own_python(file: str) -> str | None:
     """kodelet's Python, when it is the one that runs ``file``; None when the file runs
-    as written. Read at every start, so an edit to the file counts from its next run."""
-    head = _head(file)
-    if head is None or not _asks_env_for_python(head) or not _IMPORTS_KODELET.search(head):
+    as written. Read afresh: for one look (a discovery query, a server's start)."""
+    if not _kodelets_kind(_head(file)):
         return None
     return _python() if _runnable(file) else None
 
@@ -91,6 +95,30 @@ def command(file: str, verb: str) -> list[str]:
     """The argv that runs hook ``file`` with ``verb`` (``hook``, ``run`` or ``serve``)."""
     python = own_python(file)
     return [python, file, verb] if python else [file, verb]
+
+
+class Launcher:
+    """:func:`command` for a hook started again and again (per call): the file's head
+    is read again only when ``stat`` says the file changed (its inode, size, mtime
+    or ctime, which a chmod moves too), so an edit counts from its next run, and a
+    call costs one ``stat`` rather than an open and a read of up to 64 KiB. Whether
+    the system would start the file is still asked at every start."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self._seen: tuple[int, ...] | None = None
+        self._ours = False
+
+    def argv(self, verb: str) -> list[str]:
+        try:
+            st = os.stat(self.file)
+        except OSError:
+            return [self.file, verb]  # gone: starting it says so in its own words
+        seen = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if seen != self._seen:
+            self._ours, self._seen = _kodelets_kind(_head(self.file)), seen
+        python = _python() if self._ours and _runnable(self.file) else None
+        return [python, self.file, verb] if python else [self.file, verb]
 
 
 def _shebang(file: str) -> str:
