@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kodelet.warm import control
+from kodelet.places import Places
+from kodelet.warm import control, fingerprint
 
 from tests.kit.warm import (
     CLIENT,
@@ -189,6 +191,29 @@ def test_a_bad_acknowledgement_bound_is_the_default(guarded: Path) -> None:
     proc = hook(guarded, pre_tool(guarded), warm_env(KODELET_DAEMON_ACK="soon"))
     assert decision(proc) == "no rm"
     assert status()["calls"] == 1
+
+
+def test_a_settled_directory_is_listed_once_and_its_changes_still_seen(
+    guarded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = warm_env()
+    places = Places.resolve(guarded, None, env)
+    hooks = guarded / ".kodelet" / "hooks"
+    assert str(hooks) not in fingerprint.fingerprint(places, env).listings  # just written
+    monkeypatch.setattr(fingerprint, "RACY", 0.05)
+    settled = hooks.stat().st_ctime_ns + 100_000_000
+    wait_for(lambda: time.time_ns() > settled)
+    first = fingerprint.fingerprint(places, env)
+    again = fingerprint.fingerprint(places, env, first)
+    assert again.listings[str(hooks)] is first.listings[str(hooks)]  # not read again
+    assert first.changed(again) is None
+    (hooks / "new").write_text(GUARD)
+    added = fingerprint.fingerprint(places, env, again)
+    assert again.changed(added) == str(hooks)  # its entries changed, so it is read again
+    assert str(hooks / "new") in added.paths()
+    (hooks / "guard").write_text(GUARD + "# edited in place\n")
+    edited = fingerprint.fingerprint(places, env, added)
+    assert added.changed(edited) == str(hooks / "guard")
 
 
 # -- the differential test -------------------------------------------------------------

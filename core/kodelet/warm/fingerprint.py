@@ -11,6 +11,12 @@ part is left out for size: a large tree costs a longer walk, never a missed edit
 A file written so recently that a second write could leave its mtime and size as
 they were (within :data:`RACY` seconds of the check, git's "racily clean" files) is
 also compared by content at the next check. A change anywhere means a reload.
+
+Every file is stat'ed at every check, since an edit in place leaves its directory as it
+was; but a directory whose own ``stat`` is what it was at the last check, and was not
+changed within :data:`RACY` seconds of that check, holds the entries it held then (an
+entry added, removed or renamed changes it). Its listing is taken from the last
+fingerprint instead of being read and sorted again.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ RACY_SIZE = 1 << 20
 """Larger files are compared by their metadata alone."""
 
 Stat = tuple[str, int, int, int, int, int, int] | tuple[str]
+Listing = tuple[tuple[int, int, int, int], tuple[tuple[str, str], ...]]
+"""A directory's (device, inode, mtime, ctime) and its (name, path) entries by name."""
 
 
 @attrs.frozen
@@ -48,6 +56,8 @@ class Fingerprint:
 
     stats: tuple[Stat, ...] = ()
     racy: tuple[tuple[str, int], ...] = ()
+    listings: Mapping[str, Listing] = attrs.field(factory=dict, eq=False, repr=False)
+    """The settled directories' entries, for the next fingerprint to reuse."""
 
     def __add__(self, other: Fingerprint) -> Fingerprint:
         return Fingerprint(self.stats + other.stats, self.racy + other.racy)
@@ -76,11 +86,14 @@ def _checksum(path: str) -> int:
 
 
 class _Taker:
-    """One fingerprint being taken: the stats so far and the racy files among them."""
+    """One fingerprint being taken: the stats so far, the racy files among them, and
+    the listings of the directories it walked (``known``: those of the last one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: Mapping[str, Listing] | None = None) -> None:
         self.stats: list[Stat] = []
         self.racy: list[tuple[str, int]] = []
+        self.known: Mapping[str, Listing] = known or {}
+        self.listings: dict[str, Listing] = {}
         self.recent = time.time_ns() - int(RACY * 1e9)
 
     def stat(self, path: str) -> os.stat_result | None:
@@ -97,6 +110,23 @@ class _Taker:
             self.racy.append((path, _checksum(path)))
         return st
 
+    def entries(self, directory: str, st: os.stat_result) -> tuple[tuple[str, str], ...]:
+        """(name, path) of each entry of ``directory`` (whose stat is ``st``), by name:
+        the last fingerprint's listing while the directory is as it was then."""
+        key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        known = self.known.get(directory)
+        if known is not None and known[0] == key:
+            self.listings[directory] = known
+            return known[1]
+        try:
+            with os.scandir(directory) as it:
+                entries = tuple(sorted((e.name, e.path) for e in it))
+        except OSError:
+            return ()
+        if max(st.st_mtime_ns, st.st_ctime_ns) < self.recent:  # settled: nothing racy
+            self.listings[directory] = (key, entries)
+        return entries
+
     def walk(self, root: str) -> None:
         """Every entry under ``root`` but its cache, breadth first, in name order;
         :data:`NOT_WALKED` directories are stat'ed but not entered, a directory
@@ -105,26 +135,20 @@ class _Taker:
         if top is None or not stat.S_ISDIR(top.st_mode):
             return
         seen = {(top.st_dev, top.st_ino)}
-        pending = [root]
-        for directory in pending:  # grows as it goes
-            try:
-                with os.scandir(directory) as it:
-                    names = sorted(e.name for e in it)
-            except OSError:
-                continue
-            for name in names:
+        pending = [(root, top)]
+        for directory, st in pending:  # grows as it goes
+            for name, path in self.entries(directory, st):
                 if directory == root and name == CACHE:
                     continue  # kodelet's own writes, not what defines the runtime
-                path = os.path.join(directory, name)
-                st = self.stat(path)
-                if st is None or not stat.S_ISDIR(st.st_mode) or name in NOT_WALKED:
+                inner = self.stat(path)
+                if inner is None or not stat.S_ISDIR(inner.st_mode) or name in NOT_WALKED:
                     continue
-                if (st.st_dev, st.st_ino) not in seen:
-                    seen.add((st.st_dev, st.st_ino))
-                    pending.append(path)
+                if (inner.st_dev, inner.st_ino) not in seen:
+                    seen.add((inner.st_dev, inner.st_ino))
+                    pending.append((path, inner))
 
     def taken(self) -> Fingerprint:
-        return Fingerprint(tuple(self.stats), tuple(self.racy))
+        return Fingerprint(tuple(self.stats), tuple(self.racy), self.listings)
 
 
 def files(paths: Iterable[str]) -> Fingerprint:
@@ -135,8 +159,12 @@ def files(paths: Iterable[str]) -> Fingerprint:
     return taker.taken()
 
 
-def fingerprint(places: Places, env: Mapping[str, str]) -> Fingerprint:
-    taker = _Taker()
+def fingerprint(
+    places: Places, env: Mapping[str, str], last: Fingerprint | None = None
+) -> Fingerprint:
+    """What defines a runtime for ``places`` now; ``last``, the one taken before, spares
+    reading again the directories that did not change since."""
+    taker = _Taker(last.listings if last is not None else None)
     for _, root in places.roots():
         taker.walk(str(root))
     home = env.get("HOME") or str(Path.home())

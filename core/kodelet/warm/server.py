@@ -102,7 +102,7 @@ class Server:
     def _check(self) -> None:
         """Reload when anything that defines the runtime changed since the last check;
         the native plugins' modules are forgotten, so the reload imports them anew."""
-        now = fingerprint(self.places, self.env)
+        now = fingerprint(self.places, self.env, self._fingerprint)
         with self._lock:
             modules = files(self._modules.paths())
             if self._fingerprint is None:
