@@ -13,8 +13,6 @@ It is a program, not a library: what the warm kodelet shares with it lives in
 :mod:`.protocol`, which nothing here may make import kodelet.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from _collections_abc import Mapping  # loaded by os already; collections.abc is not

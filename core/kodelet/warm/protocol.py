@@ -4,12 +4,11 @@ the project rule, the request and reply framing, and how one is started.
 The lean client (:mod:`.client`, the program an agent spawns) imports this module as
 a top-level module, without kodelet's package, so it must stay a leaf of the
 standard library's C modules: nothing here may import kodelet, and nothing at module
-level may import more than the interpreter has loaded already. The warm kodelet
+level may import more than the interpreter has loaded already (not even ``__future__``:
+the annotations here are valid Python as they stand). The warm kodelet
 (:mod:`.server`), ``kodelet daemon`` (:mod:`.control`), the HTTP transport and
 :func:`kodelet.places.find_project` import it as ``kodelet.warm.protocol``.
 """
-
-from __future__ import annotations
 
 import _socket  # the C module: ``socket`` imports enum and costs a start-up's worth
 import os
@@ -51,8 +50,8 @@ __all__ = [
 ]
 
 PROTOCOL = "2"
-with open(os.path.join(os.path.dirname(__file__), os.pardir, "VERSION"), encoding="ascii") as _f:
-    VERSION = _f.read().strip()
+with open(os.path.join(os.path.dirname(__file__), os.pardir, "VERSION"), "rb") as _f:
+    VERSION = _f.read().decode("ascii").strip()  # as bytes: a text file imports its codec
 """kodelet's version, from the package's one ``VERSION`` file (``kodelet.__version__``)."""
 MAGIC = b"KODELET-WARM"
 INPUT_CAP = 64 * 1024 * 1024
