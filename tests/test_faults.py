@@ -26,6 +26,9 @@ from kodelet.runtime import Runtime
 from kodelet.testing import discovered, write_hook
 from kodelet.trace import Dispatch, Outcome
 
+from tests.kit import processes
+from tests.kit.processes import alive, wait_for
+
 MiB = 1024 * 1024
 
 
@@ -65,54 +68,29 @@ def runtime(project: Path, timeout: float = 5.0, **kw: Any) -> Runtime:
 # -- /proc helpers ----------------------------------------------------------------
 
 
-def proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, ppid, pgid) of a live process, or None if it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return fields[0], int(fields[1]), int(fields[2])
-
-
-def alive(pid: int) -> bool:
-    st = proc_stat(pid)
-    return st is not None and st[0] not in ("Z", "X")
-
-
 def still_alive(pids: list[int], settle: float = 2.0) -> list[int]:
-    deadline = time.monotonic() + settle
-    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return left
-
-
-def all_pids() -> Iterator[int]:
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            yield int(name)
+    wait_for(lambda: not any(alive(p) for p in pids), settle)
+    return [p for p in pids if alive(p)]
 
 
 def live_in_group(pgid: int, settle: float = 2.0) -> list[int]:
     """Live members of a process group, after giving SIGKILLs already sent time to land."""
-    deadline = time.monotonic() + settle
-    while (left := _group(pgid)) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return left
+    wait_for(lambda: not _group(pgid), settle)
+    return _group(pgid)
 
 
 def _group(pgid: int) -> list[int]:
     out = []
-    for pid in all_pids():
-        st = proc_stat(pid)
-        if st is not None and st[2] == pgid and st[0] not in ("Z", "X"):
+    for pid in processes.pids():
+        st = processes.stat(pid)
+        if st is not None and st.pgid == pgid and st.state not in ("Z", "X"):
             out.append(pid)
     return out
 
 
 def my_children() -> list[int]:
     me = os.getpid()
-    return [p for p in all_pids() if (st := proc_stat(p)) is not None and st[1] == me]
+    return [p for p in processes.pids() if (st := processes.stat(p)) is not None and st.ppid == me]
 
 
 def read_pids(path: Path, count: int, within: float = 10.0) -> list[int]:

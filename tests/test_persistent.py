@@ -33,6 +33,8 @@ from kodelet.adapters.executables import NAME as EXECUTABLES
 from kodelet.adapters.persistent import PersistentHook, backoff
 from kodelet.testing import executables, per_call_runtime, write_hook
 
+from tests.kit.processes import alive, wait_for
+
 HANDLER = f"""#!{sys.executable}
 import os, subprocess, sys, time
 from kodelet import hookkit
@@ -207,14 +209,6 @@ def test_handler_exception_reaches_the_trace_with_its_message(project: Path) -> 
     assert record.error is not None and "ValueError: boom" in record.error
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_servers_and_their_children_are_gone_after_close(project: Path, tmp_path: Path) -> None:
     hooks = project / ".kodelet" / "hooks"
     for event in PAYLOADS:
@@ -262,10 +256,7 @@ def test_a_forgotten_runtime_stops_its_servers_at_exit(project: Path, tmp_path: 
     )
     assert out.returncode == 0, out.stderr
     pid = int(out.stdout.split()[0])
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(pid)
+    assert wait_for(lambda: not alive(pid), 5)
 
 
 def test_stderr_goes_to_the_log(project: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from kodelet.claude import (
 )
 
 from tests.kit.claude_runner import MakeRunner, bash_input, script
+from tests.kit.processes import alive, wait_for
 
 # --- callbacks ------------------------------------------------------------
 
@@ -220,15 +220,6 @@ def test_continue_false_stops_the_rest_of_its_matcher_only(
 # --- timeouts -------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
-
-
 def test_command_timeout_kills_the_whole_process_group(
     make_runner: MakeRunner, tmp_path: Path
 ) -> None:
@@ -244,10 +235,7 @@ def test_command_timeout_kills_the_whole_process_group(
     assert first.outcome == Outcome.TIMEOUT and first.error == "timed out after 0.5s"
     assert second.outcome == Outcome.SUCCESS and ran == ["next"]
     child = int(pids.read_text())
-    deadline = time.monotonic() + 2
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not _alive(child)
+    assert wait_for(lambda: not alive(child), 2)
 
 
 def test_callback_timeout_is_that_hooks_failure(make_runner: MakeRunner) -> None:
@@ -426,7 +414,7 @@ def test_async_hook_past_its_async_timeout_is_killed(
     assert time.monotonic() - start < 3
     assert command.outcome == Outcome.TIMEOUT and command.error == "timed out after 0.3s"
     assert callback.outcome == Outcome.TIMEOUT and callback.late
-    assert not _alive(int(pids.read_text()))
+    assert not alive(int(pids.read_text()))
 
 
 def test_close_kills_async_hooks_still_running(tmp_path: Path) -> None:
@@ -436,15 +424,10 @@ def test_close_kills_async_hooks_still_running(tmp_path: Path) -> None:
         cwd=str(tmp_path),
     )
     runner.fire("Stop", {})
-    deadline = time.monotonic() + 3
-    while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: pids.exists() and pids.read_text().strip(), 3)
     runner.close()
     pid = int(pids.read_text())
-    deadline = time.monotonic() + 2
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not _alive(pid)
+    assert wait_for(lambda: not alive(pid), 2)
     with pytest.raises(RuntimeError, match="closed"):
         runner.fire("Stop", {})
 

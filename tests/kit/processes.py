@@ -97,7 +97,8 @@ def _command(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:300] or "?"
 
 
-def _pids() -> list[int]:
+def pids() -> list[int]:
+    """Every process id on the machine."""
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
@@ -113,7 +114,7 @@ def strays(run: str) -> list[Stray]:
     its marker, and this process's descendants (whose environment a test may have set
     from scratch)."""
     me = os.getpid()
-    stats = {pid: st for pid in _pids() if (st := stat(pid)) is not None}
+    stats = {pid: st for pid in pids() if (st := stat(pid)) is not None}
     children: dict[int, list[int]] = {}
     for pid, st in stats.items():
         children.setdefault(st.ppid, []).append(pid)
@@ -170,7 +171,7 @@ def kill_sessions(pids: Iterable[int], timeout: float = 60.0) -> bool:
     def members() -> list[int]:
         return [
             pid
-            for pid in _pids()
+            for pid in pids()
             if (st := stat(pid)) is not None
             and st.sid in sessions
             and st.state not in ("Z", "X")
