@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kodelet.testing import write_hook
 
 from tests.kit.python_hooks import (
     GUARD_BODY,
@@ -32,7 +33,6 @@ from tests.kit.python_hooks import (
     outcomes,
     path_without_kodelet,
     protocol_guard,
-    put,
 )
 
 KODELET = [sys.executable, "-m", "kodelet"]
@@ -66,7 +66,7 @@ def test_a_plugin_repositorys_hookkit_hooks_run_under_kodelets_python(
     repo: Path, tmp_path: Path, kodelet_home: Path
 ) -> None:
     hooks = kodelet_home / "plugins" / "acme@guards" / "hooks"
-    put(hooks, "guard", protocol_guard())
+    write_hook(hooks, "guard", protocol_guard())
     env = env_for(path_without_kodelet(tmp_path))
     result, trace, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
     assert result["blocked"] is True, err
@@ -109,8 +109,8 @@ def test_only_hooks_importing_kodelet_change_interpreter(
     seen = tmp_path / "seen"
     seen.mkdir()
     hooks = repo / ".kodelet" / "hooks"
-    put(hooks, "plain", WHICH.replace("IMPORT", ""))
-    put(hooks, "kit", WHICH.replace("IMPORT", "from kodelet import hookkit"))
+    write_hook(hooks, "plain", WHICH.replace("IMPORT", ""))
+    write_hook(hooks, "kit", WHICH.replace("IMPORT", "from kodelet import hookkit"))
     env = env_for(f"{foreign}:/usr/bin:/bin", SEEN=str(seen))
     with load_runtime(cwd=repo, env=env, persistent=persistent, entry_points=False) as runtime:
         done = runtime.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={}))
@@ -131,7 +131,7 @@ def test_the_lean_client_and_the_warm_kodelet_run_the_docs_hook(repo: Path, tmp_
     kodelet's Python, whatever ``python3`` the agent's PATH holds."""
     from kodelet.warm import control
 
-    put(repo / ".kodelet" / "hooks", "protocol-guard", protocol_guard())
+    write_hook(repo / ".kodelet" / "hooks", "protocol-guard", protocol_guard())
     env = env_for(path_without_kodelet(tmp_path))
     env.pop("KODELET_DAEMON", None)
     reason = "refusing to delete everything"
@@ -159,7 +159,7 @@ def test_a_hook_that_cannot_import_kodelet_names_the_module_and_the_fix(
     """A hook whose ``#!`` line names a Python by path runs as written; when that Python
     lacks kodelet, the reason names the module and the fix, not a traceback."""
     foreign = foreign_python(tmp_path / "foreign") / "python3"
-    put(repo / ".kodelet" / "hooks", "pinned", f"#!{foreign}\n" + protocol_guard())
+    write_hook(repo / ".kodelet" / "hooks", "pinned", f"#!{foreign}\n" + protocol_guard())
     env = env_for(path_without_kodelet(tmp_path))
     _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
     # The skip says why and the fix once; the block in its place (fail-closed) follows.
@@ -175,7 +175,7 @@ def test_a_hook_importing_a_module_kodelets_python_lacks_names_it_and_the_fix(
     text = protocol_guard().replace(
         "from kodelet import hookkit", "import nosuchmod_xyz\nfrom kodelet import hookkit"
     )
-    put(repo / ".kodelet" / "hooks", "needs-more", text)
+    write_hook(repo / ".kodelet" / "hooks", "needs-more", text)
     env = env_for(path_without_kodelet(tmp_path))
     _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
     # The skip says why and the fix once; the block in its place (fail-closed) follows.
@@ -195,7 +195,7 @@ def test_a_hook_no_longer_executable_is_not_run_by_kodelets_python(
 
     seen = tmp_path / "seen"
     seen.mkdir()
-    hook = put(repo / ".kodelet" / "hooks", "kit", WHICH.replace("IMPORT", "import kodelet"))
+    hook = write_hook(repo / ".kodelet" / "hooks", "kit", WHICH.replace("IMPORT", "import kodelet"))
     env = env_for(path_without_kodelet(tmp_path), SEEN=str(seen))
     with load_runtime(cwd=repo, env=env, persistent=False, entry_points=False) as runtime:
         hook.chmod(0o644)
@@ -217,7 +217,7 @@ def test_an_edit_or_a_chmod_between_calls_counts_from_the_next_call(
     foreign = foreign_python(tmp_path / "foreign")
     seen = tmp_path / "seen"
     seen.mkdir()
-    hook = put(repo / ".kodelet" / "hooks", "kit", WHICH.replace("IMPORT", "import kodelet"))
+    hook = write_hook(repo / ".kodelet" / "hooks", "kit", WHICH.replace("IMPORT", "import kodelet"))
     env = env_for(f"{foreign}:/usr/bin:/bin", SEEN=str(seen))
     payload = BeforeToolCallPayload(tool_name="bash", tool_input={})
     with load_runtime(cwd=repo, env=env, persistent=False, entry_points=False) as runtime:
@@ -246,7 +246,7 @@ def test_a_failed_import_cached_by_an_older_kodelet_is_asked_again(
     from kodelet.adapters.cache import CACHE_FILE, _key_of
     from kodelet.places import cache_dir
 
-    guard = put(repo / ".kodelet" / "hooks", "protocol-guard", protocol_guard())
+    guard = write_hook(repo / ".kodelet" / "hooks", "protocol-guard", protocol_guard())
     stale = {
         "format": 1,
         "entries": {
@@ -275,7 +275,7 @@ def test_a_caught_import_error_is_not_taken_for_the_cause(repo: Path, tmp_path: 
         "sys.stderr.write(\"ModuleNotFoundError: No module named 'ujson'\\n\")\n"
         "sys.exit('the real reason')",
     )
-    put(repo / ".kodelet" / "hooks", "noisy", text)
+    write_hook(repo / ".kodelet" / "hooks", "noisy", text)
     env = env_for(path_without_kodelet(tmp_path))
     _, _, err = hooks_run(KODELET, repo, "before_tool_call", bash_payload("rm -rf /"), env)
     (line,) = [x for x in err.splitlines() if "noisy" in x and " skipped: " in x]
@@ -295,7 +295,7 @@ def test_an_import_failing_in_a_call_names_the_module_served_or_per_call(
         "def check(payload):\n", "def check(payload):\n    import nosuchmod_lazy  # noqa\n"
     )
     assert "nosuchmod_lazy" in text
-    put(repo / ".kodelet" / "hooks", "lazy", text)
+    write_hook(repo / ".kodelet" / "hooks", "lazy", text)
     env = env_for(path_without_kodelet(tmp_path))
     with load_runtime(cwd=repo, env=env, persistent=persistent, entry_points=False) as runtime:
         done = runtime.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={}))

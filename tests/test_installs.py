@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kodelet.testing import write_hook
 
 from tests.kit.python_hooks import (
     GUARD_BODY,
@@ -157,8 +158,7 @@ def test_python_hooks_run_under_every_install(
     assert lean.startswith(str(tmp_path)), lean
     for name in list(guards):
         (project / ".kodelet" / "hooks" / name).unlink()
-    (project / ".kodelet" / "hooks" / "protocol-guard").write_text(protocol_guard())
-    (project / ".kodelet" / "hooks" / "protocol-guard").chmod(0o755)
+    write_hook(project / ".kodelet" / "hooks", "protocol-guard", protocol_guard())
     reason = lean_client(project, {**env, "KODELET_DAEMON": "0"}, "rm -rf /", python, lean)
     assert reason == "refusing to delete everything"
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import attrs
 from kodelet.claude import CommandHook, HookMatcher, Runner, merge
+from kodelet.testing import write_hook
 
-from tests.kit.claude_runner import MakeRunner, script
+from tests.kit.claude_runner import MakeRunner
 
 
 @attrs.define
@@ -55,7 +56,7 @@ class ToyAgent:
 
 
 def test_stop_hook_continues_the_loop_once(make_runner: MakeRunner, tmp_path: Path) -> None:
-    hook = script(
+    hook = write_hook(
         tmp_path,
         "stop.sh",
         """#!/bin/bash

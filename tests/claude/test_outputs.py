@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 from kodelet.claude import CommandHook, HookMatcher, Outcome, merge
+from kodelet.testing import write_hook
 
-from tests.kit.claude_runner import MakeRunner, bash_input, script
+from tests.kit.claude_runner import MakeRunner, bash_input
 
 GUARD = """#!/bin/bash
 # Blocks rm -rf the way most public guards do: reason on stderr, exit 2.
@@ -36,7 +37,9 @@ print(json.dumps({"hookSpecificOutput": out}))
 
 
 def pre(make_runner: MakeRunner, tmp_path: Path, *hooks: str) -> Any:
-    commands = [CommandHook(str(script(tmp_path, f"h{i}", text))) for i, text in enumerate(hooks)]
+    commands = [
+        CommandHook(str(write_hook(tmp_path, f"h{i}", text))) for i, text in enumerate(hooks)
+    ]
     return make_runner({"PreToolUse": [HookMatcher("Bash", commands)]})
 
 
@@ -134,7 +137,7 @@ file=$(jq -r '.tool_input.file_path')
 jq -n --arg f "$file" --arg tag "$1" '{systemMessage: ("checked " + $f + " " + $tag),
   hookSpecificOutput: {hookEventName: "PostToolUse", additionalContext: ($tag + ": " + $f)}}'
 """
-    path = script(tmp_path, "ctx.sh", ctx)
+    path = write_hook(tmp_path, "ctx.sh", ctx)
     runner = make_runner(
         {
             "PostToolUse": [
@@ -160,7 +163,7 @@ jq -n --arg f "$file" --arg tag "$1" '{systemMessage: ("checked " + $f + " " + $
 def test_plain_text_stdout_becomes_context(
     make_runner: MakeRunner, tmp_path: Path, event: str, data: dict[str, Any]
 ) -> None:
-    hook = script(
+    hook = write_hook(
         tmp_path, "branch.sh", '#!/bin/bash\necho "Current branch: main"\ndate +%Y >/dev/null\n'
     )
     runner = make_runner({event: [HookMatcher(None, [CommandHook(str(hook))])]})
@@ -205,7 +208,7 @@ if data.get("stop_hook_active"):
 print(json.dumps({"decision": "block", "reason": "Run the tests before stopping."}))
 """
     runner = make_runner(
-        {"Stop": [HookMatcher(None, [CommandHook(str(script(tmp_path, "s.py", tests_first)))])]}
+        {"Stop": [HookMatcher(None, [CommandHook(str(write_hook(tmp_path, "s.py", tests_first)))])]}
     )
     first = merge("Stop", runner.fire("Stop", {"stop_hook_active": False}))
     assert first == {"decision": "block", "reason": "Run the tests before stopping."}
@@ -241,7 +244,7 @@ def test_continue_true_on_stop(make_runner: MakeRunner) -> None:
 
 
 def test_continue_false_stops_the_agent(make_runner: MakeRunner, tmp_path: Path) -> None:
-    halt = script(
+    halt = write_hook(
         tmp_path,
         "halt.sh",
         '#!/bin/bash\njq -n \'{continue: false, stopReason: "Budget exhausted", '

@@ -23,8 +23,9 @@ from kodelet.claude import (
     Runner,
     merge,
 )
+from kodelet.testing import write_hook
 
-from tests.kit.claude_runner import MakeRunner, bash_input, script
+from tests.kit.claude_runner import MakeRunner, bash_input
 from tests.kit.processes import alive, wait_for
 
 # --- callbacks ------------------------------------------------------------
@@ -74,7 +75,7 @@ def test_command_hook_sees_the_input_env_and_cwd(make_runner: MakeRunner, tmp_pa
     work = tmp_path / "work"
     work.mkdir()
     record = tmp_path / "seen.json"
-    hook = script(
+    hook = write_hook(
         tmp_path / "hooks",
         "record.sh",
         f"""#!/bin/bash
@@ -189,7 +190,7 @@ def test_continue_false_stops_the_rest_of_its_matcher_only(
     make_runner: MakeRunner, tmp_path: Path
 ) -> None:
     ran: list[str] = []
-    stopper = script(
+    stopper = write_hook(
         tmp_path,
         "stop.py",
         "#!/usr/bin/env python3\n"
@@ -359,7 +360,7 @@ def test_async_callback_hands_its_late_result_to_the_next_fire(make_runner: Make
 def test_async_command_keeps_running_and_drain_collects_it(
     make_runner: MakeRunner, tmp_path: Path
 ) -> None:
-    hook = script(
+    hook = write_hook(
         tmp_path,
         "bg.sh",
         """#!/bin/bash

@@ -1,22 +1,12 @@
-"""What the Claude runner tests share: real scripts in temp dirs and Bash inputs."""
+"""What the Claude runner tests share: a runner factory's type and Bash inputs (their
+scripts are ``kodelet.testing.write_hook``'s)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from kodelet.claude import Runner
-
-
-def script(directory: Path, name: str, text: str) -> Path:
-    """An executable script (its first line is its interpreter)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
 
 MakeRunner = Callable[..., Runner]
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kodelet.testing import write_hook
 from kodelet.warm import client
 
 from .claude import pre_tool
@@ -65,14 +66,6 @@ def foreign_python(where: Path) -> Path:
 
 def path_without_kodelet(tmp_path: Path) -> str:
     return f"{foreign_python(tmp_path / 'foreign')}:/usr/bin:/bin"
-
-
-def put(directory: Path, name: str, text: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o755)
-    return path
 
 
 def filled_template(kodelet: list[str], project: Path, name: str, event: str, body: str) -> Path:
@@ -172,8 +165,8 @@ def env_for(path: str, **extra: str) -> dict[str, str]:
 
 def docs_hooks(project: Path) -> dict[str, str]:
     hooks = project / ".kodelet" / "hooks"
-    put(hooks, "protocol-guard", protocol_guard())
-    put(hooks, "demo-redact", demo_redaction())
+    write_hook(hooks, "protocol-guard", protocol_guard())
+    write_hook(hooks, "demo-redact", demo_redaction())
     return {"protocol-guard": "before_tool_call", "demo-redact": "after_tool_call"}
 
 
