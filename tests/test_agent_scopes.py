@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kodelet.testing import write_hook
 
-from tests.kit.cli import run_kodelet
+from tests.kit.cli import run_kodelet as kodelet
 
 RECORD = """#!/bin/sh
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }
@@ -33,10 +33,6 @@ esac
 def guarded(project: Path) -> Path:
     write_hook(project / ".kodelet" / "hooks", "record", RECORD)
     return project
-
-
-def kodelet(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
-    return run_kodelet(*args, cwd=cwd, env=env)
 
 
 def commands(path: Path, event: str) -> list[str]:

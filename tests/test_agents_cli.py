@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.kit.claude import our_commands as commands
-from tests.kit.cli import kodelet
+from tests.kit.cli import run_kodelet as kodelet
 
 AGENTS = {
     "codex": (".codex/hooks.json", ["UserPromptSubmit", "PreToolUse", "PostToolUse"]),

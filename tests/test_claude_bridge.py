@@ -18,7 +18,7 @@ import pytest
 from kodelet.testing import write_hook
 
 from tests.kit.claude import our_commands
-from tests.kit.cli import kodelet
+from tests.kit.cli import run_kodelet as kodelet
 
 PRE = """#!/bin/bash
 [ "$1" = hook ] && { echo before_tool_call; exit 0; }

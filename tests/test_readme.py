@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kodelet.testing import write_hook
+
+from tests.kit.cli import run_kodelet
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -31,24 +35,11 @@ def test_readme_guardrail_blocks_rm_rf_and_allows_the_rest(tmp_path: Path) -> No
         "blocked": True,
         "reason": "no rm -rf here",
     }
-    allowed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kodelet",
-            "hooks",
-            "run",
-            "before_tool_call",
-            "--payload",
-            "-",
-            "--trace",
-        ],
+    allowed = run_kodelet(
+        *("hooks", "run", "before_tool_call", "--payload", "-", "--trace"),
         cwd=tmp_path,
         env=env,
-        input='{"tool_name": "bash", "tool_input": {"command": "ls"}}',
-        capture_output=True,
-        text=True,
-        timeout=60,
+        stdin='{"tool_name": "bash", "tool_input": {"command": "ls"}}',
     )
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout) == {"blocked": False}
@@ -68,20 +59,14 @@ def test_readme_guard_that_fails_blocks_unless_it_opts_out(tmp_path: Path) -> No
     assert toml, "README lost its fail_closed = false example"
     name = re.search(r'\[hooks\."([^"]+)"\]', toml.group(1))
     assert name
-    hooks = tmp_path / ".kodelet" / "hooks"
-    hooks.mkdir(parents=True)
-    guard = hooks / name.group(1)
-    guard.write_text('#!/bin/bash\ncase "$1" in hook) echo before_tool_call ;; *) exit 1 ;; esac\n')
-    guard.chmod(0o755)
+    failing = '#!/bin/bash\ncase "$1" in hook) echo before_tool_call ;; *) exit 1 ;; esac\n'
+    write_hook(tmp_path / ".kodelet" / "hooks", name.group(1), failing)
 
     def run() -> dict[str, object]:
-        done = subprocess.run(
-            [sys.executable, "-m", "kodelet", "hooks", "run", "before_tool_call", "-p", "-"],
+        done = run_kodelet(
+            *("hooks", "run", "before_tool_call", "-p", "-"),
             cwd=tmp_path,
-            input='{"tool_name": "bash", "tool_input": {"command": "ls"}}',
-            capture_output=True,
-            text=True,
-            timeout=60,
+            stdin='{"tool_name": "bash", "tool_input": {"command": "ls"}}',
         )
         assert done.returncode == 0, done.stderr
         answer: dict[str, object] = json.loads(done.stdout)

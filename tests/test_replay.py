@@ -26,7 +26,8 @@ from kodelet.replay.format import (
 from kodelet.replay.player import Player
 from kodelet.testing import write_hook
 
-from tests.kit.cli import in_terminal, kodelet
+from tests.kit.cli import in_terminal
+from tests.kit.cli import run_kodelet as kodelet
 from tests.kit.replay import (
     HOOKS,
     PY,

@@ -24,7 +24,8 @@ from kodelet.replay.format import AutoCompact, CompactionItem, NoteItem, UserIte
 from kodelet.replay.player import Player, Replay
 from kodelet.testing import write_hook
 
-from tests.kit.cli import kodelet
+from tests.kit.cli import bridge as claude_hook
+from tests.kit.cli import run_kodelet as kodelet
 from tests.kit.replay import PY, replay_json, without_timings
 
 # Public Claude Code transcripts (marot/spotter, MIT) are not kept in this repository:
@@ -395,15 +396,7 @@ def recorded(log: Path) -> list[dict[str, Any]]:
 
 def bridge(project: Path, data: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
-    return subprocess.run(
-        [PY, "-m", "kodelet", "claude", "hook"],
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=60,
-    )
+    return claude_hook(data, cwd=project, env=env)
 
 
 WRITE_INPUT = {"file_path": "/w/notes.md", "content": "# notes\n"}

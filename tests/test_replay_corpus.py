@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kodelet.testing import write_hook
 
-from tests.kit.cli import kodelet
+from tests.kit.cli import run_kodelet as kodelet
 from tests.kit.replay import PY, without_timings
 
 # Public Claude Code transcripts (marot/spotter, MIT) are not kept in this repository:

@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kodelet.warm import client as _client
+
 from tests.kit.repos import GIT_ENV
+
+# The lean client an installed hook command runs (beside the warm kodelet's client).
+CLIENT = os.path.join(os.path.dirname(os.path.realpath(_client.__file__)), "hook.py")
 
 
 def run_kodelet(
@@ -49,20 +54,6 @@ def no_traceback(res: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in res.stderr + res.stdout
 
 
-def kodelet(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``python -m kodelet ARGS`` with this run's environment plus ``env``."""
-    return subprocess.run(
-        [sys.executable, "-m", "kodelet", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-
-
 def in_terminal(*args: str, columns: int, cwd: Path | None = None) -> str:
     """The CLI's stdout as a terminal shows it: run on a pseudo-terminal, colours removed."""
     leader, follower = pty.openpty()
@@ -94,26 +85,40 @@ def in_terminal(*args: str, columns: int, cwd: Path | None = None) -> str:
 
 
 def bridge(
-    data: Any, *args: str, cwd: Path, lean: bool = False, env: dict[str, str] | None = None
+    data: Any,
+    *args: str,
+    cwd: Path,
+    lean: bool = False,
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
+    client: str = CLIENT,
 ) -> subprocess.CompletedProcess[str]:
     """``kodelet claude hook ARGS`` with ``data`` on stdin, as an agent runs it: the full
-    CLI, or with ``lean`` the lean client an installed entry runs."""
+    CLI, or with ``lean`` the lean client an installed entry runs (``client``, by
+    ``python``: another install's)."""
     if lean:
-        import kodelet.warm
-
-        script = os.path.join(os.path.dirname(kodelet.warm.__file__), "hook.py")
-        command = [sys.executable, "-I", "-S", script, "claude", "hook", *args]
+        command = [python, "-I", "-S", client, "claude", "hook", *args]
     else:
-        command = [sys.executable, "-m", "kodelet", "claude", "hook", *args]
+        command = [python, "-m", "kodelet", "claude", "hook", *args]
     return subprocess.run(
         command,
         input=json.dumps(data),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
         cwd=cwd,
         env=env,
     )
+
+
+def decision(proc: subprocess.CompletedProcess[str]) -> str | None:
+    """A Claude Code ``PreToolUse`` answer's permission reason, or None when the call may
+    go ahead (no answer)."""
+    assert proc.returncode == 0, proc.stderr
+    if not proc.stdout.strip():
+        return None
+    out = json.loads(proc.stdout)
+    return str(out["hookSpecificOutput"]["permissionDecisionReason"])
 
 
 def venv_kodelet(

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from kodelet.testing import write_hook
-from kodelet.warm import client
 
 from .claude import pre_tool
+from .cli import CLIENT, bridge, decision
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = ROOT / "docs" / "PROTOCOL.md"
 REDACT = ROOT / "core" / "kodelet" / "replay" / "demo" / "redact.py"
-CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
 KEY = "AKIAIOSFODNN7EXAMPLE"
 ENV_PYTHON = "#!/usr/bin/env python3\n"
 
@@ -180,17 +179,7 @@ def lean_client(
     """One Claude Code ``PreToolUse`` call through the lean client (``lean``, run by
     ``python``), as Claude Code makes it: the permission decision's reason, or None when
     the call may go ahead."""
-    data = pre_tool(project, command)
-    done = subprocess.run(
-        [python, "-I", "-S", lean, "claude", "hook"],
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=120,
+    done = bridge(
+        pre_tool(project, command), cwd=project, env=env, lean=True, python=python, client=lean
     )
-    assert done.returncode == 0, done.stderr
-    if not done.stdout.strip():
-        return None
-    return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
+    return decision(done)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.kit.cli import kodelet
+from tests.kit.cli import run_kodelet as kodelet
 
 PY = sys.executable
 

@@ -3,19 +3,18 @@ the test's choosing, and an environment in which the warm kodelet is on."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kodelet.places import find_project
-from kodelet.warm import client, control, protocol
+from kodelet.warm import control, protocol
 
 from .claude import pre_tool
+from .cli import CLIENT, bridge, decision
 
 __all__ = [
     "CLIENT",
@@ -52,29 +51,11 @@ def warm_env(**extra: str) -> dict[str, str]:
     return env
 
 
-CLIENT = os.path.join(os.path.dirname(os.path.realpath(client.__file__)), "hook.py")
-
-
 def hook(
     project: Path, data: dict[str, Any], env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-I", "-S", CLIENT, "claude", "hook"],
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env or warm_env(),
-        timeout=120,
-    )
-
-
-def decision(proc: subprocess.CompletedProcess[str]) -> str | None:
-    assert proc.returncode == 0, proc.stderr
-    if not proc.stdout.strip():
-        return None
-    out = json.loads(proc.stdout)
-    return str(out["hookSpecificOutput"]["permissionDecisionReason"])
+    """One call through the lean client, with the warm kodelet on unless ``env`` says."""
+    return bridge(data, cwd=project, env=env or warm_env(), lean=True)
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:
