@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,8 @@ from kodelet import load_runtime
 from kodelet.events import Event
 from kodelet.selfguard import NAME, SelfGuard, check_call
 from kodelet.selfguard.shell import MAX_NESTING
+
+from tests.kit.cli import run_before_tool_call, run_kodelet
 
 
 @pytest.fixture
@@ -343,33 +343,15 @@ def test_a_global_root_anywhere(proj: Path, tmp_path: Path) -> None:
     root = tmp_path / "kh"
     root.mkdir()
     env = {**os.environ, "KODELET_HOME": str(root)}
-    said = check_call(
-        "bash",
-        {"command": f"rm -rf {root}/hooks"},
-        str(proj),
-        project=str(proj),
-        global_root=str(root),
-        env=env,
-    )
-    assert said
-    said = check_call(
-        "file_write",
-        {"file_path": str(root / "config.toml")},
-        str(proj),
-        project=str(proj),
-        global_root=str(root),
-        env=env,
-    )
-    assert said
-    said = check_call(
-        "bash",
-        {"command": "python x.py $KODELET_HOME"},
-        str(proj),
-        project=str(proj),
-        global_root=str(root),
-        env=env,
-    )
-    assert said
+    for tool, tool_input in [
+        ("bash", {"command": f"rm -rf {root}/hooks"}),
+        ("file_write", {"file_path": str(root / "config.toml")}),
+        ("bash", {"command": "python x.py $KODELET_HOME"}),
+    ]:
+        said = check_call(
+            tool, tool_input, str(proj), project=str(proj), global_root=str(root), env=env
+        )
+        assert said, tool_input
 
 
 def test_reading_tools_are_never_blocked(proj: Path) -> None:
@@ -545,32 +527,9 @@ def test_the_guard_is_in_every_assembled_runtime(proj: Path) -> None:
         assert [p.disabled for p in runtime.plugins if p.name == NAME] == [True]
 
 
-def kodelet(
-    *args: str, cwd: Path, stdin: str = "", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kodelet", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def run_before(proj: Path, tool: str, tool_input: dict[str, Any], **kw: Any) -> dict[str, Any]:
     payload = {"tool_name": tool, "tool_input": tool_input, "cwd": str(proj)}
-    proc = kodelet(
-        "hooks",
-        "run",
-        "before_tool_call",
-        "--payload",
-        "-",
-        cwd=proj,
-        stdin=json.dumps(payload),
-        **kw,
-    )
+    proc = run_before_tool_call(proj, json.dumps(payload), cwd=proj, **kw)
     assert proc.returncode == 0, proc.stderr
     answer: dict[str, Any] = json.loads(proc.stdout)
     return answer
@@ -584,7 +543,7 @@ def test_cli_blocks_a_write_and_allows_a_read(proj: Path) -> None:
     out = run_before(proj, "bash", {"command": "rm -rf .kodelet"}, env={"KODELET_NO_HOOKS": "1"})
     assert out["blocked"] is True
     assert run_before(proj, "bash", {"command": "cat .kodelet/config.toml"}) == {"blocked": False}
-    listing = kodelet("hooks", "list", cwd=proj)
+    listing = run_kodelet("hooks", "list", cwd=proj)
     assert NAME in listing.stdout and "builtin" in listing.stdout
 
 
@@ -607,7 +566,7 @@ def claude_hook(proj: Path, tool: str, tool_input: dict[str, Any]) -> Any:
         "tool_input": tool_input,
         "tool_use_id": "toolu_01",
     }
-    proc = kodelet("claude", "hook", cwd=proj, stdin=json.dumps(data))
+    proc = run_kodelet("claude", "hook", cwd=proj, stdin=json.dumps(data))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout) if proc.stdout.strip() else None
 
