@@ -157,9 +157,10 @@ def _sequence(inner: str) -> list[str] | None:
 def _components(pattern: str, dotglob: bool) -> list[Comp]:
     comps: list[Comp] = []
     for raw in _split(pattern):
-        if _HOLE in _unescaped(raw):
+        acting = _unescape(raw, escaped=False)
+        if _HOLE in acting:
             comps.append(UNKNOWN)
-        elif any(c in "*?[" for c in _unescaped(raw)):
+        elif any(c in "*?[" for c in acting):
             comps.append(Glob(raw, dotglob=dotglob))
         else:
             comps.append(fold(_unescape(raw)))
@@ -184,23 +185,14 @@ def _split(pattern: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def _unescaped(raw: str) -> str:
-    """The characters of ``raw`` that act (not escaped by a backslash)."""
+def _unescape(raw: str, *, escaped: bool = True) -> str:
+    """``raw`` with its backslashes undone; ``escaped=False``: only the characters that
+    act, the escaped ones left out too."""
     out, i = [], 0
     while i < len(raw):
-        if raw[i] == "\\":
-            i += 2
-            continue
-        out.append(raw[i])
-        i += 1
-    return "".join(out)
-
-
-def _unescape(raw: str) -> str:
-    out, i = [], 0
-    while i < len(raw):
-        if raw[i] == "\\" and i + 1 < len(raw):
-            out.append(raw[i + 1])
+        if raw[i] == "\\" and (i + 1 < len(raw) or not escaped):
+            if escaped:
+                out.append(raw[i + 1])
             i += 2
             continue
         out.append(raw[i])
