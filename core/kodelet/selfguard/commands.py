@@ -13,11 +13,10 @@ output) and the command names a protected path, it blocks: the guard fails close
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from ..errors import KodeletError
 from .places import RULES, Glob, Protected, fold
 from .shell import Item, Part, Simple, TooDeep, Unreadable, Word, parse
 from .words import SOMEWHERE, Path, flatten, literal_text, place, real, resolve
@@ -122,10 +121,6 @@ _PAIRS = (
 _AGENT_DIRS = frozenset(d for d, _ in _PAIRS) | {"plugin", "hooks"}
 
 
-class Blocked(KodeletError):
-    """Raised with the reason, to stop reading a command at its first protected write."""
-
-
 @attrs.define
 class State:
     cwd: Path
@@ -179,10 +174,9 @@ class Checker:
         state = State(self.base, dict(self.seed))
         if self.base.literal is not None:
             state.vars["PWD"] = self.base.literal
-        try:
-            self.items(items, state)
-        except Blocked as exc:
-            return str(exc)
+        why = self.items(items, state)
+        if why:
+            return why
         if self.uncertain and named:
             return f"the command names {named} in a way the guard cannot follow"
         return None
@@ -202,7 +196,10 @@ class Checker:
 
     # -- commands -----------------------------------------------------------------
 
-    def items(self, items: Sequence[Item], state: State) -> None:
+    # Each check below answers why the command may not run (its first protected write),
+    # or None; the first answer given ends the reading.
+
+    def items(self, items: Sequence[Item], state: State) -> str | None:
         stack: list[State] = []
         for item in items:
             if item == "(":
@@ -212,18 +209,25 @@ class Checker:
                 state = stack.pop() if stack else state
             else:
                 assert isinstance(item, Simple)
-                self.simple(item, state)
+                why = self.simple(item, state)
+                if why:
+                    return why
+        return None
 
-    def simple(self, cmd: Simple, st: State) -> None:
-        for sub in cmd.subs:
-            self.items(sub, st.copy())
-        for op, word in cmd.redirects:
-            if op in (">", ">>", ">|", "&>", "&>>", "<>") or (
+    def simple(self, cmd: Simple, st: State) -> str | None:
+        why = _first(self.items(sub, st.copy()) for sub in cmd.subs)
+        why = why or _first(
+            self.target(word, st, verb="write")
+            for op, word in cmd.redirects
+            if op in (">", ">>", ">|", "&>", "&>>", "<>")
+            or (
                 op == ">&"
                 and not literal_text(word, st.vars).strip().isdigit()
                 and literal_text(word, st.vars) != "-"
-            ):
-                self.target(word, st, verb="write")
+            )
+        )
+        if why:
+            return why
         words = list(cmd.words)
         assigns: list[Word] = []
         while words and _assignment(words[0]):
@@ -231,8 +235,8 @@ class Checker:
         if not words:
             for a in assigns:
                 self.assign(a, st)
-            return
-        self.command(words, st, cmd.heredocs)
+            return None
+        return self.command(words, st, cmd.heredocs)
 
     def assign(self, word: Word, st: State) -> None:
         first = word[0].text
@@ -247,28 +251,28 @@ class Checker:
             return
         st.vars[name] = text
 
-    def command(self, words: list[Word], st: State, heredocs: Sequence[str] = ()) -> None:
+    def command(self, words: list[Word], st: State, heredocs: Sequence[str] = ()) -> str | None:
         name_text = literal_text(words[0], st.vars)
         _, holes = flatten(words[0], st.vars, self.home, st.cwd.literal)
         args = words[1:]
         if holes:
             self.uncertain = True
-            self.unknown(name_text, words, st, heredocs)
-            return
+            return self.unknown(name_text, words, st, heredocs)
         name = os.path.basename(name_text.rstrip("/")) or name_text
         handler = _HANDLERS.get(name)
         if handler is not None:
-            handler(self, name, args, st, heredocs)
-        elif name in READERS:
-            return
-        elif name in WRAPPERS:
-            self.wrapper(name, args, st, heredocs)
-        elif name in SHELLS or name in ("eval",):
-            self.shell(name, args, st, heredocs)
-        else:
-            self.unknown(name, words, st, heredocs)
+            return handler(self, name, args, st, heredocs)
+        if name in READERS:
+            return None
+        if name in WRAPPERS:
+            return self.wrapper(name, args, st, heredocs)
+        if name in SHELLS or name == "eval":
+            return self.shell(name, args, st, heredocs)
+        return self.unknown(name, words, st, heredocs)
 
-    def unknown(self, name: str, words: Sequence[Word], st: State, heredocs: Sequence[str]) -> None:
+    def unknown(
+        self, name: str, words: Sequence[Word], st: State, heredocs: Sequence[str]
+    ) -> str | None:
         """A command the guard has no table for: blocked when it names a protected path,
         or runs inside a protected folder, since it may write there."""
         in_agent = bool(st.cwd.comps) and st.cwd.comps[-1] in _AGENT_DIRS
@@ -276,26 +280,26 @@ class Checker:
             text = literal_text(w, st.vars)
             named = self.mentions(text, in_agent)
             if named:
-                raise Blocked(
+                return (
                     f"`{_short(name)}` is given {_short(text)!r}, which names {named}; the "
                     "guard cannot tell whether it only reads it"
                 )
         for body in heredocs:
             named = self.mentions(body, in_agent)
             if named:
-                raise Blocked(f"`{_short(name)}` reads a here-document that names {named}")
+                return f"`{_short(name)}` reads a here-document that names {named}"
         what = self.protected.reached(st.cwd.comps, absolute=st.cwd.absolute, recursive=False)
         if what:
-            raise Blocked(f"`{_short(name)}` would run inside {what}, where it may write")
-        for w in words[1:]:  # a path written plainly, relative to a protected cwd
-            self.target(w, st, verb=f"`{_short(name)}` may write", soft=True)
+            return f"`{_short(name)}` would run inside {what}, where it may write"
+        verb = f"`{_short(name)}` may write"  # a path written plainly, in a protected cwd
+        return _first(self.target(w, st, verb=verb, soft=True) for w in words[1:])
 
     # -- paths --------------------------------------------------------------------
 
     def target(
         self, word: Word, st: State, *, verb: str, recursive: bool = False, soft: bool = False
-    ) -> None:
-        """Block when ``word``, a path the command writes, reaches kodelet's files."""
+    ) -> str | None:
+        """Why not, when ``word``, a path the command writes, reaches kodelet's files."""
         pattern, holes = flatten(word, st.vars, self.home, st.cwd.literal)
         if holes:
             self.uncertain = True
@@ -310,24 +314,25 @@ class Checker:
                         resolved.comps, absolute=True, recursive=recursive
                     )
             if what is not None:
-                raise Blocked(f"{verb} {_short(literal_text(word, st.vars))!r} ({what})")
+                return f"{verb} {_short(literal_text(word, st.vars))!r} ({what})"
+        return None
 
-    def targets(self, words: Sequence[Word], st: State, verb: str, recursive: bool = False) -> None:
-        for w in words:
-            self.target(w, st, verb=verb, recursive=recursive)
+    def targets(
+        self, words: Sequence[Word], st: State, verb: str, recursive: bool = False
+    ) -> str | None:
+        return _first(self.target(w, st, verb=verb, recursive=recursive) for w in words)
 
-    def into(self, dest: Word, sources: Sequence[Word], st: State, verb: str) -> None:
+    def into(self, dest: Word, sources: Sequence[Word], st: State, verb: str) -> str | None:
         """``cp``/``mv``/``ln`` onto ``dest``: dest itself, or dest/<name of each source>."""
-        self.target(dest, st, verb=verb)
-        for src in sources:
-            name = os.path.basename(literal_text(src, st.vars).rstrip("/"))
-            if name and name not in (".", ".."):
-                joined = (*dest, Part("lit", "/" + name))
-                self.target(joined, st, verb=verb)
+        names = (os.path.basename(literal_text(src, st.vars).rstrip("/")) for src in sources)
+        joined = ((*dest, Part("lit", "/" + n)) for n in names if n and n not in (".", ".."))
+        return _first(self.target(w, st, verb=verb) for w in (dest, *joined))
 
     # -- wrappers and shells ------------------------------------------------------
 
-    def wrapper(self, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+    def wrapper(
+        self, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+    ) -> str | None:
         takes = _WRAPPER_ARGS.get(name, set())
         i = 0
         st = st.copy()
@@ -355,8 +360,7 @@ class Checker:
                 if name in ("env", "sudo") and opt in ("-C", "--chdir", "-D") and value:
                     self.cd(value, st)
                 if name == "env" and opt in ("-S", "--split-string") and value is not None:
-                    self.nested(value, st)
-                    return
+                    return self.nested(value, st)
                 i += 1
                 continue
             if positional:
@@ -368,12 +372,10 @@ class Checker:
         if name in ("xargs", "parallel"):
             self.uncertain = True  # its operands come from its input
         if name == "flock" and rest and literal_text(rest[0], st.vars) == "-c":
-            self.nested(" ".join(literal_text(w, st.vars) for w in rest[1:]), st)
-            return
-        if rest:
-            self.command(rest, st, heredocs)
+            return self.nested(" ".join(literal_text(w, st.vars) for w in rest[1:]), st)
+        return self.command(rest, st, heredocs) if rest else None
 
-    def shell(self, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+    def shell(self, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> str | None:
         if name == "eval":
             holes = False
             for w in args:
@@ -381,28 +383,26 @@ class Checker:
                 holes = holes or h
             if holes:
                 self.uncertain = True
-            self.nested(" ".join(literal_text(w, st.vars) for w in args), st)
-            return
+            return self.nested(" ".join(literal_text(w, st.vars) for w in args), st)
         for i, w in enumerate(args):
             text = literal_text(w, st.vars)
             if text.startswith("-") and not text.startswith("--") and "c" in text[1:]:
-                if i + 1 < len(args):
-                    self.nested(literal_text(args[i + 1], st.vars), st)
-                return
+                return (
+                    self.nested(literal_text(args[i + 1], st.vars), st) if args[i + 1 :] else None
+                )
             if text.startswith("-") or text.startswith("+"):
                 continue
             break
-        self.unknown(name, [(Part("lit", name),), *args], st, heredocs)
+        return self.unknown(name, [(Part("lit", name),), *args], st, heredocs)
 
-    def nested(self, source: str, st: State) -> None:
+    def nested(self, source: str, st: State) -> str | None:
         if self.depth >= 8:
-            raise Blocked("the command nests shells too deep to check")
+            return "the command nests shells too deep to check"
         inner = Checker(self.protected, st.cwd.literal or "/", self.depth + 1)
         inner.base, inner.seed = st.cwd, dict(st.vars)
         why = inner.check(source)
         self.uncertain = self.uncertain or inner.uncertain
-        if why:
-            raise Blocked(why)
+        return why
 
     def cd(self, text: str, st: State) -> None:
         if text == "-" or not text:
@@ -429,6 +429,11 @@ def _assignment(word: Word) -> bool:
     return bool(eq) and name.isidentifier() and name.isascii()
 
 
+def _first(reasons: Iterable[str | None]) -> str | None:
+    """The first reason given; a generator is read no further."""
+    return next((why for why in reasons if why), None)
+
+
 def _short(text: str, limit: int = 120) -> str:
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
     return text if len(text) <= limit else text[:limit] + "..."
@@ -436,7 +441,7 @@ def _short(text: str, limit: int = 120) -> str:
 
 # -- one handler per command that writes ---------------------------------------------
 
-Handler = Callable[[Checker, str, list[Word], State, Sequence[str]], None]
+Handler = Callable[[Checker, str, list[Word], State, Sequence[str]], str | None]
 
 
 @attrs.frozen
@@ -483,42 +488,41 @@ def options(c: Checker, args: Sequence[Word], st: State, takes: str = "",
     return Args(frozenset(flags), values, operands)
 
 
-def _rm(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _rm(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     a = options(c, args, st)
     recursive = bool(a.flags & {"r", "R", "--recursive"}) or name in ("trash", "trash-put")
     verb = "deleting" if name != "shred" else "shredding"
-    c.targets(a.operands, st, verb, recursive=recursive)
+    return c.targets(a.operands, st, verb, recursive=recursive)
 
 
-def _create(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _create(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     a = options(c, args, st, takes="sdtrm" if name != "truncate" else "sr")
-    c.targets(a.operands, st, f"`{name}` would change")
+    return c.targets(a.operands, st, f"`{name}` would change")
 
 
-def _mode(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _mode(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     """chmod/chown/chgrp: the mode or owner is checked as a path too (it is never one of
     kodelet's), which keeps ``chmod -w FILE`` (a mode that looks like an option) simple."""
     a = options(c, args, st)
-    c.targets(
+    return c.targets(
         a.operands, st, f"`{name}` would change", recursive=bool(a.flags & {"R", "--recursive"})
     )
 
 
-def _chattr(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _chattr(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     files = [w for w in args if not literal_text(w, st.vars).startswith(("-", "+", "="))]
-    c.targets(files, st, f"`{name}` would change", recursive="-R" in [
+    return c.targets(files, st, f"`{name}` would change", recursive="-R" in [
         literal_text(w, st.vars) for w in args])  # fmt: skip
 
 
-def _move(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _move(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     takes = "tSb" if name in ("mv", "cp", "install") else "tS"
     a = options(c, args, st, takes=takes + ("gmo" if name == "install" else ""),
                 long_takes=("--target-directory", "--suffix"))  # fmt: skip
     ops = list(a.operands)
     dest_words = a.values.get("t", []) + a.values.get("--target-directory", [])
     if name == "install" and "d" in a.flags:
-        c.targets(ops, st, "`install -d` would create")
-        return
+        return c.targets(ops, st, "`install -d` would create")
     if dest_words:
         dest, sources = dest_words[0], ops
     elif len(ops) >= 2:
@@ -527,23 +531,22 @@ def _move(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str])
         dest, sources = (Part("lit", "."),), ops
     else:
         dest, sources = None, ops
-    if name == "mv":
-        c.targets(sources, st, "moving", recursive=True)
-    if dest is not None:
-        c.into(dest, sources, st, f"`{name}` would write")
+    moving = c.targets(sources, st, "moving", recursive=True) if name == "mv" else None
+    return moving or (
+        c.into(dest, sources, st, f"`{name}` would write") if dest is not None else None
+    )
 
 
-def _tee(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
-    c.targets(options(c, args, st).operands, st, "`tee` would write")
+def _tee(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
+    return c.targets(options(c, args, st).operands, st, "`tee` would write")
 
 
-def _dd(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
-    for w in args:
-        if literal_text(w, st.vars).startswith("of="):
-            c.target((Part("lit", literal_text(w, st.vars)[3:]),), st, verb="`dd` would write")
+def _dd(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
+    outs = [t[3:] for t in (literal_text(w, st.vars) for w in args) if t.startswith("of=")]
+    return _first(c.target((Part("lit", t),), st, verb="`dd` would write") for t in outs)
 
 
-def _in_place(flags: frozenset[str], args: list[Word], st: State) -> bool:
+def _in_place(args: list[Word], st: State) -> bool:
     for w in args:
         t = literal_text(w, st.vars)
         if t.startswith("--in-place") or t == "--inplace":
@@ -556,7 +559,7 @@ def _in_place(flags: frozenset[str], args: list[Word], st: State) -> bool:
     return False
 
 
-def _sed(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _sed(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> str | None:
     a = options(c, args, st, takes="efl", long_takes=("--expression", "--file"))
     scripts = a.values.get("e", []) + a.values.get("--expression", [])
     files = list(a.operands)
@@ -565,19 +568,22 @@ def _sed(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[
     for s in scripts:  # a "w FILE" command writes
         named = c.mentions(literal_text(s, st.vars))
         if named:
-            raise Blocked(f"`{name}`'s script names {named}")
-    if _in_place(a.flags, args, st):
-        c.targets(files, st, f"`{name} -i` would edit")
+            return f"`{name}`'s script names {named}"
+    return c.targets(files, st, f"`{name} -i` would edit") if _in_place(args, st) else None
 
 
-def _perl(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
-    if _in_place(frozenset(), args, st):
+def _perl(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
+    if _in_place(args, st):
         a = options(c, args, st, takes="eEIMm")
-        c.targets(a.operands, st, f"`{name} -i` would edit")
-    c.unknown(name, [(Part("lit", name),), *args], st, heredocs)
+        why = c.targets(a.operands, st, f"`{name} -i` would edit")
+        if why:
+            return why
+    return c.unknown(name, [(Part("lit", name),), *args], st, heredocs)
 
 
-def _awk(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _awk(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> str | None:
     a = options(c, args, st, takes="fvFi", long_takes=("--include", "--file"))
     inplace = any(literal_text(w, st.vars) == "inplace" for w in a.values.get("i", []))
     files = list(a.operands)
@@ -585,43 +591,52 @@ def _awk(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[
     if program is not None:
         named = c.mentions(literal_text(program, st.vars))
         if named:
-            raise Blocked(f"`{name}`'s program names {named}")
-    if inplace:
-        c.targets(files, st, f"`{name} -i inplace` would edit")
+            return f"`{name}`'s program names {named}"
+    return c.targets(files, st, f"`{name} -i inplace` would edit") if inplace else None
 
 
-def _sort(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _sort(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     a = options(c, args, st, takes="otTSk", long_takes=("--output",))
-    c.targets(a.values.get("o", []) + a.values.get("--output", []), st, "`sort -o` would write")
+    outs = a.values.get("o", []) + a.values.get("--output", [])
+    return c.targets(outs, st, "`sort -o` would write")
 
 
-def _uniq(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _uniq(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     a = options(c, args, st, takes="fsw")
-    c.targets(a.operands[1:2], st, "`uniq` would write")
+    return c.targets(a.operands[1:2], st, "`uniq` would write")
 
 
-def _download(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
+def _download(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> str | None:
     a = options(c, args, st, takes="oOPdHXuAeTrw" if name == "curl" else "OPoa",
                 long_takes=("--output", "--output-document", "--directory-prefix"))  # fmt: skip
     outs = [*a.values.get("--output", []), *a.values.get("--output-document", [])]
     outs += a.values.get("o" if name == "curl" else "O", [])
-    c.targets(outs, st, f"`{name}` would write")
-    if name == "wget":
-        c.targets(a.values.get("P", []) + a.values.get("--directory-prefix", []), st,
-                  "`wget` would write into")  # fmt: skip
+    into = a.values.get("P", []) + a.values.get("--directory-prefix", [])
+    return c.targets(outs, st, f"`{name}` would write") or c.targets(
+        into, st, "`wget` would write into"
+    )
 
 
-def _rsync(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _rsync(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
     a = options(c, args, st, takes="eBf", long_takes=("--rsh", "--exclude", "--include"))
     deletes = any(f.startswith("--delete") or f == "--remove-source-files" for f in a.flags)
-    if len(a.operands) >= 2:
-        c.target(a.operands[-1], st, verb="`rsync` would write", recursive=deletes)
-        if "--remove-source-files" in a.flags:
-            c.targets(a.operands[:-1], st, "`rsync --remove-source-files` would delete", True)
-        c.into(a.operands[-1], a.operands[:-1], st, "`rsync` would write")
+    if len(a.operands) < 2:
+        return None
+    dest, sources = a.operands[-1], a.operands[:-1]
+    removes = "--remove-source-files" in a.flags
+    return (
+        c.target(dest, st, verb="`rsync` would write", recursive=deletes)
+        or (c.targets(sources, st, "`rsync --remove-source-files` would delete", True)
+            if removes else None)
+        or c.into(dest, sources, st, "`rsync` would write")
+    )  # fmt: skip
 
 
-def _find(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _find(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
     texts = [literal_text(w, st.vars) for w in args]
     roots: list[Word] = []
     i = 0
@@ -635,7 +650,9 @@ def _find(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence
         if t == "-delete":
             writes = True
         elif t in ("-fprint", "-fprint0", "-fprintf", "-fls") and i + 1 < len(args):
-            c.target(args[i + 1], st, verb=f"`find {t}` would write")
+            why = c.target(args[i + 1], st, verb=f"`find {t}` would write")
+            if why:
+                return why
         elif t in ("-exec", "-execdir", "-ok", "-okdir"):
             j = i + 1
             while j < len(texts) and texts[j] not in (";", "+"):
@@ -644,22 +661,25 @@ def _find(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence
             inner_name = os.path.basename(texts[i + 1]) if i + 1 < j else ""
             if inner_name not in READERS:
                 writes = True
-                if inner:
-                    c.command(list(inner), st.copy())
+                why = c.command(list(inner), st.copy()) if inner else None
+                if why:
+                    return why
             i = j
         i += 1
     if not writes:
-        return
-    c.targets(roots, st, "`find` would change", recursive=False)  # inside a protected one
-    names = [args[k + 1] for k, t in enumerate(texts[:-1]) if t in ("-name", "-iname")]
+        return None
+    why = c.targets(roots, st, "`find` would change", recursive=False)  # inside one
+    if why:
+        return why
+    why = c.targets(roots, st, "`find` would change what is under", recursive=True)
+    names = [literal_text(args[k + 1], st.vars)
+             for k, t in enumerate(texts[:-1]) if t in ("-name", "-iname")]  # fmt: skip
     widened = any(t in ("!", "-not", "-o", "-or", ",") for t in texts)
-    try:
-        c.targets(roots, st, "`find` would change what is under", recursive=True)
-    except Blocked:
-        # Above kodelet's files, a find that only acts on names none of them has
-        # (`find . -name '*.pyc' -delete`) leaves them be; anything wider is blocked.
-        if not names or widened or _names_reach(c, [literal_text(w, st.vars) for w in names]):
-            raise
+    # Above kodelet's files, a find that only acts on names none of them has
+    # (`find . -name '*.pyc' -delete`) leaves them be; anything wider is blocked.
+    if why and names and not widened and not _names_reach(c, names):
+        return None
+    return why
 
 
 MAX_WALK = 2000
@@ -682,7 +702,7 @@ def _names_reach(c: Checker, patterns: Sequence[str]) -> bool:
     return any(g.matches(n) for g in globs for n in names)
 
 
-def _git(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _git(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> str | None:
     st = st.copy()
     i = 0
     while i < len(args):
@@ -699,29 +719,32 @@ def _git(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[
             continue
         break
     if i >= len(args):
-        return
+        return None
     sub = literal_text(args[i], st.vars)
     rest = args[i + 1 :]
     a = options(c, rest, st, takes="bBsfmeEx", long_takes=("--source", "--exclude", "-b"))
     if sub == "clean":
         if a.flags & {"n", "--dry-run"}:
-            return
-        c.targets(a.operands or [(Part("lit", "."),)], st, "`git clean` would delete",
-                  recursive=True)  # fmt: skip
-    elif sub == "rm":
-        if "--cached" not in a.flags:
-            c.targets(a.operands, st, "`git rm` would delete", recursive="r" in a.flags)
-    elif sub == "mv":
-        _move(c, "mv", rest, st, heredocs)
-    elif sub in ("checkout", "restore"):
-        c.targets(a.operands, st, f"`git {sub}` would overwrite", recursive=True)
-    elif sub in GIT_READS:
-        return
-    else:  # apply, am, config, archive, anything new: judged by what it names
-        c.unknown(f"git {sub}", [(Part("lit", "git"),), *args], st, heredocs)
+            return None
+        return c.targets(a.operands or [(Part("lit", "."),)], st, "`git clean` would delete",
+                         recursive=True)  # fmt: skip
+    if sub == "rm":
+        if "--cached" in a.flags:
+            return None
+        return c.targets(a.operands, st, "`git rm` would delete", recursive="r" in a.flags)
+    if sub == "mv":
+        return _move(c, "mv", rest, st, heredocs)
+    if sub in ("checkout", "restore"):
+        return c.targets(a.operands, st, f"`git {sub}` would overwrite", recursive=True)
+    if sub in GIT_READS:
+        return None
+    # apply, am, config, archive, anything new: judged by what it names
+    return c.unknown(f"git {sub}", [(Part("lit", "git"),), *args], st, heredocs)
 
 
-def _kodelet(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _kodelet(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
     texts = [literal_text(w, st.vars) for w in args]
     words: list[str] = []
     i = 0
@@ -732,7 +755,7 @@ def _kodelet(c: Checker, name: str, args: list[Word], st: State, heredocs: Seque
             continue
         if t.startswith("-"):
             if t in ("-h", "--help", "--version"):
-                return
+                return None
             i += 1
             continue
         words.append(t)
@@ -740,27 +763,31 @@ def _kodelet(c: Checker, name: str, args: list[Word], st: State, heredocs: Seque
         if len(words) == 2:
             break
     if not words:
-        return
+        return None
     allowed = KODELET_READS.get(words[0], set())
     if allowed is None or (len(words) > 1 and words[1] in allowed):
-        return
+        return None
     if len(words) == 1 and words[0] in KODELET_READS:
-        return  # a group alone prints its help
+        return None  # a group alone prints its help
     if "--help" in texts or "-h" in texts:
-        return
-    raise Blocked(
+        return None
+    return (
         f"`kodelet {' '.join(_short(w, 40) for w in words)}` changes kodelet's own files or "
         "settings; run it yourself"
     )
 
 
-def _python(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _python(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
     texts = [literal_text(w, st.vars) for w in args]
     if "-m" in texts:
         j = texts.index("-m")
         if j + 1 < len(texts) and texts[j + 1] == "kodelet":
-            _kodelet(c, "kodelet", list(args[j + 2 :]), st, heredocs)
-    c.unknown(name, [(Part("lit", name),), *args], st, heredocs)
+            why = _kodelet(c, "kodelet", list(args[j + 2 :]), st, heredocs)
+            if why:
+                return why
+    return c.unknown(name, [(Part("lit", name),), *args], st, heredocs)
 
 
 def _cd(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[str]) -> None:
@@ -785,9 +812,11 @@ def _declare(c: Checker, name: str, args: list[Word], st: State, _h: Sequence[st
             c.assign(w, st)
 
 
-def _source(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
+def _source(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
     c.uncertain = True
-    c.unknown(name, [(Part("lit", name),), *args], st, heredocs)
+    return c.unknown(name, [(Part("lit", name),), *args], st, heredocs)
 
 
 def _for(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
@@ -796,9 +825,10 @@ def _for(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[
         c.uncertain = True
 
 
-def _reserved(c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]) -> None:
-    if args:
-        c.command(list(args), st, heredocs)
+def _reserved(
+    c: Checker, name: str, args: list[Word], st: State, heredocs: Sequence[str]
+) -> str | None:
+    return c.command(list(args), st, heredocs) if args else None
 
 
 _HANDLERS: dict[str, Handler] = {
