@@ -172,7 +172,7 @@ class Reducer:
             outcome, detail = self.add(hook.name, coerce_result(self.event, raw))
         except Exception as exc:
             return self.raised(hook, exc, took)
-        if type(raw) is dict and raw.keys() - RESULT_FIELDS[self.event]:
+        if type(raw) is dict and not RESULT_FIELDS[self.event].issuperset(raw):
             ignored = foreign_fields(self.event, raw)
             if ignored:
                 log.warning("hook %s: %s", hook.name, ignored)

@@ -127,7 +127,7 @@ def _make_converter() -> cattrs.Converter:
         inner: Any = make_dict_structure_fn(cls, conv, **renames)
 
         def structure_model(value: Any, _: Any) -> Any:
-            if not isinstance(value, Mapping):
+            if type(value) is not dict and not isinstance(value, Mapping):
                 raise TypeError(f"expected an object, got {type(value).__name__}")
             return inner(value, cls)
 
@@ -221,10 +221,10 @@ def _describe(exc: BaseException, what: str, cls: type) -> str:
 def structure(data: Any, cls: type[T], what: str = "$", *, error: type[WireError] = WireError) -> T:
     """Structure JSON-ish data into ``cls``, raising ``error`` (a :class:`WireError`)
     whose message names the field as the JSON spells it."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise error(f"{what}: expected a JSON object, got {type(data).__name__}")
     try:
-        return converter.structure(dict(data), cls)
+        return converter.structure(data if type(data) is dict else dict(data), cls)
     except Exception as exc:  # cattrs raises several exception types
         raise error(_describe(exc, what, cls)) from None
 
