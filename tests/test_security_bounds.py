@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 from kodelet import jsonio, load_runtime
 from kodelet.adapters.executable import HookFailure, parse_answer
-from kodelet.bounds import MAX_DEPTH, MAX_SIZE, BoundsError, bounded_copy, check_bounds
+from kodelet.bounds import (
+    MAX_DEPTH,
+    MAX_SIZE,
+    BoundsError,
+    bounded_copy,
+    check_bounds,
+    check_model,
+)
 from kodelet.events import Event
 from kodelet.markers import hookimpl
 from kodelet.payloads import (
@@ -423,3 +430,19 @@ def test_a_rewrite_whose_comparison_raises_is_its_hooks_failure(tmp_path: Path) 
         d = rt.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={"command": "x"}))
     assert [r.name for r in d.trace] == ["rewriter", "guard"]
     assert d.result.blocked is True
+
+
+def test_a_flat_rewritten_input_is_settled_on_the_quick_path_and_the_rest_walked() -> None:
+    """An answer's optional dict (a rewritten ``input``, ``callback_args``) that is a
+    flat map of ASCII strings is settled without the full walk (``check_model`` says
+    True); anything else still gets the walk and its error names the path."""
+    from kodelet.results import AgentStopResult, BeforeToolCallResult
+
+    assert check_model(BeforeToolCallResult(input={"command": "ls -la"}), "result") is True
+    assert check_model(BeforeToolCallResult(blocked=True, reason="no"), "result") is True
+    assert check_model(AgentStopResult(callback_args={"a": "b"}), "result") is True
+    assert check_model(BeforeToolCallResult(input={"a": {"b": "c"}}), "result") is False
+    with pytest.raises(BoundsError, match=r"^result\.input: a key that is not a string"):
+        check_model(BeforeToolCallResult(input={1: "x"}), "result")
+    with pytest.raises(BoundsError, match=r"^result\.input\.x: .*lone surrogate"):
+        check_model(BeforeToolCallResult(input={"x": "\ud800"}), "result")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import types
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -259,20 +260,29 @@ def _quick_for(kind: type) -> Callable[[Any], int | None] | None:
         return None
     hints = typing.get_type_hints(kind)
     strings: list[str] = []
-    dicts: list[str] = []
+    dicts: list[tuple[str, bool]] = []  # (name, may be None)
     rest: list[str] = []
     for a in attrs.fields(kind):
         hint = hints.get(a.name)
         literal = typing.get_origin(hint) is typing.Literal
+        optional = [t for t in typing.get_args(hint) if t is not type(None)]
+        optional_dict = (
+            typing.get_origin(hint) in (typing.Union, types.UnionType)
+            and len(optional) == 1
+            and typing.get_origin(optional[0]) is dict
+        )
         if hint is str or (literal and all(isinstance(x, str) for x in typing.get_args(hint))):
             strings.append(a.name)
-        elif typing.get_origin(hint) is dict:
-            dicts.append(a.name)
+        elif typing.get_origin(hint) is dict or optional_dict:
+            dicts.append((a.name, optional_dict))  # a rewritten ``input``: flat, mostly
         else:
             rest.append(a.name)
     lines = ["def quick(obj):"]
-    for i, name in enumerate(dicts):
-        lines += [f"    d{i} = obj.{name}", f"    if type(d{i}) is not dict: return None"]
+    for i, (name, optional_dict) in enumerate(dicts):
+        lines.append(f"    d{i} = obj.{name}")
+        if optional_dict:
+            lines.append(f"    if d{i} is None: d{i} = {{}}")
+        lines.append(f"    if type(d{i}) is not dict: return None")
     joined = [f"obj.{n}" for n in strings]
     joined += [f"*d{i}, *d{i}.values()" for i in range(len(dicts))]
     count = " + ".join([f"len(d{i})" for i in range(len(dicts))] or ["0"])
