@@ -11,7 +11,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -22,7 +21,6 @@ from kodelet.places import Places
 from kodelet.warm import control, fingerprint
 
 from tests.kit.warm import (
-    CLIENT,
     GUARD,
     decision,
     hook,
@@ -33,7 +31,7 @@ from tests.kit.warm import (
     warm_env,
     write_guard,
 )
-from tests.kit.wheels import venv_seeing_this_interpreter
+from tests.kit.wheels import purelib, venv_seeing_this_interpreter
 
 COUNTING = GUARD.replace("run) if", 'run) echo run >> "$0.runs"; if')
 """A guard that leaves one line per run beside itself: what a side effect looks like."""
@@ -48,20 +46,6 @@ def before_tool_call(tool_input):
         return BeforeToolCallResult(blocked=True, reason=REASON)
     return None
 """
-
-
-def run(
-    python: str, project: Path, data: dict[str, Any], env: dict[str, str], timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [python, "-I", "-S", CLIENT, "claude", "hook"],
-        input=json.dumps(data),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=timeout,
-    )
 
 
 def runs(hook_file: Path) -> int:
@@ -84,13 +68,7 @@ def guarded(project: Path) -> Path:
 def venv(tmp_path: Path) -> tuple[str, Path]:
     """A venv that sees this kodelet, and its site-packages for native plugins."""
     python = venv_seeing_this_interpreter(tmp_path / "venv")
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    return python, Path(purelib)
+    return python, Path(purelib(python))
 
 
 def install_plugin(site: Path, module: str, files: dict[str, str]) -> None:
@@ -118,17 +96,17 @@ def test_an_edited_native_plugin_answers_with_its_new_code(
     )
     (guarded / ".kodelet" / "hooks" / "guard").unlink()
     env = warm_env()
-    assert decision(run(python, guarded, pre_tool(guarded), env)) is None
+    assert decision(hook(guarded, pre_tool(guarded), python=python, env=env)) is None
     wait_for(warm)
-    assert decision(run(python, guarded, pre_tool(guarded), env)) is None
+    assert decision(hook(guarded, pre_tool(guarded), python=python, env=env)) is None
     plugin = site / "kp_probe.py"
     plugin.write_text(PLUGIN.format(words="kp_probe_words").replace("REASON and ", ""))
     module.write_text("REASON = 'the new code'\n")
-    assert decision(run(python, guarded, pre_tool(guarded), env)) == "the new code"
+    assert decision(hook(guarded, pre_tool(guarded), python=python, env=env)) == "the new code"
     module.write_text("REASON = 'and its helper, edited in place'\n")
-    here = run(python, guarded, pre_tool(guarded), warm_env(KODELET_DAEMON="0"))
+    here = hook(guarded, pre_tool(guarded), python=python, env=warm_env(KODELET_DAEMON="0"))
     assert decision(here) == "and its helper, edited in place"
-    assert decision(run(python, guarded, pre_tool(guarded), env)) == decision(here)
+    assert decision(hook(guarded, pre_tool(guarded), python=python, env=env)) == decision(here)
     assert status()["calls"] == 3
 
 
@@ -172,7 +150,7 @@ def test_a_stopped_warm_kodelet_is_passed_by_and_never_runs_the_call(guarded: Pa
     try:
         # Without a bound the client would wait for the stopped warm kodelet forever.
         env = warm_env(KODELET_DAEMON_ACK="0.5")
-        proc = run(sys.executable, guarded, pre_tool(guarded), env, timeout=60)
+        proc = hook(guarded, pre_tool(guarded), env, timeout=60)
     finally:
         os.kill(pid, signal.SIGCONT)
     assert decision(proc) == "no rm"
@@ -294,8 +272,8 @@ class Project:
 
     def compare(self, what: str) -> None:
         data = pre_tool(self.root)
-        there = run(self.python, self.root, data, self.env)
-        here = run(self.python, self.root, data, {**self.env, "KODELET_DAEMON": "0"})
+        there = hook(self.root, data, python=self.python, env=self.env)
+        here = hook(self.root, data, python=self.python, env={**self.env, "KODELET_DAEMON": "0"})
         assert (there.returncode, there.stdout) == (here.returncode, here.stdout), what
         self.warm_calls += 1
 

@@ -92,6 +92,7 @@ def bridge(
     env: dict[str, str] | None = None,
     python: str = sys.executable,
     client: str = CLIENT,
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
     """``kodelet claude hook ARGS`` with ``data`` on stdin, as an agent runs it: the full
     CLI, or with ``lean`` the lean client an installed entry runs (``client``, by
@@ -105,7 +106,7 @@ def bridge(
         input=json.dumps(data),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd=cwd,
         env=env,
     )

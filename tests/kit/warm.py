@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,10 +53,17 @@ def warm_env(**extra: str) -> dict[str, str]:
 
 
 def hook(
-    project: Path, data: dict[str, Any], env: dict[str, str] | None = None
+    project: Path,
+    data: dict[str, Any],
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """One call through the lean client, with the warm kodelet on unless ``env`` says."""
-    return bridge(data, cwd=project, env=env or warm_env(), lean=True)
+    """One call through the lean client, run by ``python``, with the warm kodelet on
+    unless ``env`` says."""
+    return bridge(
+        data, cwd=project, env=env or warm_env(), lean=True, python=python, timeout=timeout
+    )
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:

@@ -58,12 +58,7 @@ def venv_seeing_this_interpreter(venv: Path) -> str:
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    own = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    own = purelib(python)
     dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
     lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in dirs)
     (Path(own) / "_kodelet_test_parent.pth").write_text(lines)
@@ -74,6 +69,16 @@ def venv_seeing_this_interpreter(venv: Path) -> str:
     )
     assert probe.returncode == 0, f"kodelet or pip not importable in the test venv: {probe.stderr}"
     return python
+
+
+def purelib(python: str) -> str:
+    """The site-packages directory of the venv whose interpreter is ``python``."""
+    return subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def install(site: Path, ep_name: str, module: str, source: str) -> str:
