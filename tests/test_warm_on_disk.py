@@ -110,6 +110,37 @@ def test_an_edited_native_plugin_answers_with_its_new_code(
     assert status()["calls"] == 3
 
 
+LAZY = """from kodelet import BeforeToolCallResult, hookimpl
+
+
+@hookimpl
+def before_tool_call(tool_input):
+    from kp_lazy_words import REASON  # imported at its first call, not when loaded
+
+    if "rm -rf" in str(tool_input.get("command", "")):
+        return BeforeToolCallResult(blocked=True, reason=REASON)
+    return None
+"""
+
+
+def test_a_module_a_plugin_imports_at_call_time_answers_with_its_new_code(
+    guarded: Path, venv: tuple[str, Path]
+) -> None:
+    python, site = venv
+    words = site / "kp_lazy_words.py"
+    install_plugin(site, "kp_lazy", {"kp_lazy.py": LAZY, words.name: "REASON = 'first'\n"})
+    (guarded / ".kodelet" / "hooks" / "guard").unlink()
+    env = warm_env()
+    assert decision(hook(guarded, pre_tool(guarded), env, python)) == "first"
+    wait_for(warm)
+    assert decision(hook(guarded, pre_tool(guarded), env, python)) == "first"
+    words.write_text("REASON = 'second, edited in place'\n")
+    here = hook(guarded, pre_tool(guarded), warm_env(KODELET_DAEMON="0"), python)
+    assert decision(here) == "second, edited in place"
+    assert decision(hook(guarded, pre_tool(guarded), env, python)) == decision(here)
+    assert status()["calls"] == 2
+
+
 def test_the_executable_bit_is_part_of_what_is_checked(guarded: Path) -> None:
     started(guarded)
     guard = guarded / ".kodelet" / "hooks" / "guard"

@@ -33,7 +33,7 @@ import attrs
 
 from ..places import CACHE, Places
 
-__all__ = ["Fingerprint", "files", "fingerprint"]
+__all__ = ["Fingerprint", "files", "fingerprint", "written_since"]
 
 NOT_WALKED = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 """Directories never entered: version control, dependencies and byte code, which
@@ -157,6 +157,20 @@ def files(paths: Iterable[str]) -> Fingerprint:
     for path in paths:
         taker.stat(path)
     return taker.taken()
+
+
+def written_since(paths: Iterable[str], since: int) -> str | None:
+    """The first of ``paths`` written, changed or removed at or after ``since`` (ns of the
+    wall clock), or None: a file read at some moment after ``since`` is, if none is, the
+    file on disk now."""
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return path
+        if st.st_mtime_ns >= since or st.st_ctime_ns >= since:
+            return path
+    return None
 
 
 def fingerprint(

@@ -2,18 +2,20 @@
 
 A process imports a module once; a warm kodelet that reloads its runtime after a
 plugin was edited would get the old module back from ``sys.modules`` and keep
-answering with code no longer on disk. So it notes which modules are the plugins'
-own (every module of the top-level packages their distributions install, and the
-package of each plugin object), watches their files, and forgets them before it
-loads a runtime anew: the next import reads them from disk, as in a new process.
-Compiled extension modules cannot be imported twice into one process and are kept.
+answering with code no longer on disk. So it notes which top-level packages are the
+plugins' own (every one their distributions install, and the package of each plugin
+object), watches the files of their modules in ``sys.modules`` (looked for at every
+check: a plugin may import a module at its first call, not when it is loaded), and
+forgets them before it loads a runtime anew: the next import reads them from disk, as
+in a new process. Compiled extension modules cannot be imported twice into one
+process and are kept.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +23,7 @@ import importlib_metadata
 
 from ..kinds import Source
 
-__all__ = ["forget", "own_modules"]
+__all__ = ["forget", "loaded", "own_tops"]
 
 KEPT = frozenset({"kodelet", "importlib_metadata", *sys.stdlib_module_names})
 """Top-level packages never forgotten: kodelet itself and what it loads plugins with."""
@@ -58,19 +60,26 @@ def _source(module: ModuleType | None) -> bool:
     return file is None or str(file).endswith((".py", ".pyc"))
 
 
-def own_modules(plugins: Iterable[Any]) -> dict[str, str | None]:
-    """{module name: its file} of the native plugins' own modules now in ``sys.modules``
-    (``plugins`` are :class:`~kodelet.loading.PluginInfo`; built-ins are kodelet's)."""
+def own_tops(plugins: Iterable[Any]) -> set[str]:
+    """The top-level import names of the native plugins among ``plugins``
+    (:class:`~kodelet.loading.PluginInfo`; built-ins are kodelet's)."""
     tops: set[str] = set()
     for info in plugins:
         if info.plugin is not None and info.kind != Source.BUILTIN:
             tops |= _tops(info)
-    tops -= KEPT
-    found: dict[str, str | None] = {}
-    for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] in tops and _source(module):
-            found[name] = getattr(module, "__file__", None)
-    return found
+    return tops - KEPT
+
+
+def loaded(tops: Collection[str]) -> dict[str, str | None]:
+    """{module name: its file} of the modules of the packages ``tops`` now in
+    ``sys.modules`` that can be imported again."""
+    if not tops:
+        return {}
+    return {
+        name: getattr(module, "__file__", None)
+        for name, module in list(sys.modules.items())
+        if name.partition(".")[0] in tops and _source(module)
+    }
 
 
 def forget(names: Iterable[str]) -> None:

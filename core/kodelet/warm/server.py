@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from . import protocol
-from .fingerprint import Fingerprint, files, fingerprint
-from .modules import forget, own_modules
+from .fingerprint import RACY, Fingerprint, files, fingerprint, written_since
+from .modules import forget, loaded, own_tops
 
 __all__ = ["Server", "main"]
 
@@ -88,7 +88,10 @@ class Server:
         self._runtimes: dict[str, Lent] = {}
         self._fingerprint: Fingerprint | None = None
         self._modules = Fingerprint()
+        self._tops: set[str] = set()
         self._own: set[str] = set()
+        self._scanned = 0
+        """When ``sys.modules`` was last looked at for the plugins' modules (ns)."""
         self._sessions: dict[str, str] = {}
         self._stop = threading.Event()
         self._own_code = os.stat(protocol.__file__).st_mtime_ns
@@ -101,23 +104,35 @@ class Server:
 
     def _check(self) -> None:
         """Reload when anything that defines the runtime changed since the last check;
-        the native plugins' modules are forgotten, so the reload imports them anew."""
+        the native plugins' modules are forgotten, so the reload imports them anew.
+
+        A plugin's module imported since the last check (while a runtime loaded, or
+        at a call) was read from disk after that check: it is watched from now on,
+        unless its file changed since then, when what was read is not known."""
         now = fingerprint(self.places, self.env, self._fingerprint)
         with self._lock:
+            since, self._scanned = self._scanned - int(RACY * 1e9), time.time_ns()
+            new = {n: f for n, f in loaded(self._tops).items() if n not in self._own}
+            self._own |= new.keys()
+            code = sorted({f for f in new.values() if f} - set(self._modules.paths()))
             modules = files(self._modules.paths())
             if self._fingerprint is None:
                 self._fingerprint = now
                 return
-            changed = self._fingerprint.changed(now) or self._modules.changed(modules)
+            changed = (
+                self._fingerprint.changed(now)
+                or self._modules.changed(modules)
+                or written_since(code, since)
+            )
             if changed is None:
-                self._fingerprint, self._modules = now, modules
+                self._fingerprint, self._modules = now, modules + files(code)
                 return
             log.info("reloading: %s changed", changed)
             for lent in self._runtimes.values():
                 self._retire(lent)
             self._runtimes.clear()
             forget(self._own)
-            self._own = set()
+            self._tops, self._own = set(), set()
             self._fingerprint = now
             self._modules = Fingerprint()
             self.reloads += 1
@@ -182,9 +197,8 @@ class Server:
             oldest = next(iter(self._runtimes))
             self._retire(self._runtimes.pop(oldest))
         lent = self._runtimes[slot] = Lent(runtime, slot, sees)
-        own = own_modules(runtime.plugins)
-        self._own |= own.keys()
-        code = {p.path for p in runtime.plugins if p.path} | {f for f in own.values() if f}
+        self._tops |= own_tops(runtime.plugins)  # their modules: watched from the next check
+        code = {p.path for p in runtime.plugins if p.path}
         self._modules = self._modules + files(sorted(code - set(self._modules.paths())))
         return lent
 
