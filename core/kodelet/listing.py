@@ -123,12 +123,8 @@ def on_failure(runtime: Runtime, event: Event, entry: HookEntry) -> str | None:
         return None
     if entry.fail_closed:
         return "block"
-    if entry.source is Source.CLAUDE:
-        claude = runtime.adapters.get(CLAUDE)
-        specs = [] if claude is None else claude.specs
-        if any(s.name == entry.name and s.on_failure == "block" and not s.async_ for s in specs):
-            return "block"
-    return "allow"
+    claude = runtime.adapters.get(CLAUDE) if entry.source is Source.CLAUDE else None
+    return "block" if claude is not None and entry.name in claude.blocks_on_failure else "allow"
 
 
 def hook_rows(

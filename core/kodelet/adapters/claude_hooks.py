@@ -52,8 +52,13 @@ class ClaudeRow:
 
 def matcher_of(spec: ClaudeHookSpec, default_timeout: float | None = None) -> HookMatcher:
     """The runner's matcher for one runnable settings entry: its one command hook."""
+    return HookMatcher(spec.matcher, [command_of(spec, default_timeout)])  # type: ignore[list-item]
+
+
+def command_of(spec: ClaudeHookSpec, default_timeout: float | None = None) -> CommandHook:
+    """The command hook of one runnable settings entry."""
     assert spec.command is not None
-    command = CommandHook(
+    return CommandHook(
         spec.command,
         timeout=spec.timeout or default_timeout,
         async_=spec.async_,
@@ -61,7 +66,6 @@ def matcher_of(spec: ClaudeHookSpec, default_timeout: float | None = None) -> Ho
         name=spec.name,
         on_failure=spec.on_failure,
     )
-    return HookMatcher(spec.matcher, [command])  # type: ignore[list-item]
 
 
 def note(spec: ClaudeHookSpec) -> str:
@@ -97,6 +101,9 @@ class ClaudeCodeAdapter(Adapter):
         self.specs = list(specs)
         self.discovered: list[ClaudeRow] = []
         self._runners: dict[str, Runner] = {}
+        self.blocks_on_failure: set[str] = set()
+        """The hooks that run and whose own failure blocks (Claude Code's ``onFailure``,
+        as the runner applies it), for the listings."""
         self._async_slots = threading.BoundedSemaphore(MAX_ASYNC)  # shared by its runners
         self._entries: dict[Event, list[AdapterHook]] = {e: [] for e in Event}
         self._inputs: tuple[BasePayload | None, HookInput | None] = (None, None)
@@ -152,11 +159,14 @@ class ClaudeCodeAdapter(Adapter):
         assert event is not None
         # Built with its entry (a runner starts no thread before its first fire), so
         # two threads' first calls share one runner and close() reaches every one.
+        command = command_of(spec, timeout)
         runner = self._runners[spec.name] = Runner(
-            {event: [matcher_of(spec, timeout)]},
+            {event: [HookMatcher(spec.matcher, [command])]},  # type: ignore[list-item]
             cwd=self.project_dir,
             async_slots=self._async_slots,
         )
+        if command.blocks_on_failure(event):
+            self.blocks_on_failure.add(spec.name)
 
         def applies(payload: BasePayload) -> HookInput | None:
             hook_input = self._input(payload)
