@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kodelet import load_runtime
+from kodelet.agents import DIALECTS
 from kodelet.events import Event
 from kodelet.selfguard import NAME, SelfGuard, check_call
 from kodelet.selfguard.shell import MAX_NESTING
@@ -352,6 +353,22 @@ def test_a_global_root_anywhere(proj: Path, tmp_path: Path) -> None:
             tool, tool_input, str(proj), project=str(proj), global_root=str(root), env=env
         )
         assert said, tool_input
+
+
+@pytest.mark.parametrize("agent", sorted(DIALECTS))
+def test_every_agents_files_holding_kodelets_entries_are_protected(proj: Path, agent: str) -> None:
+    """The guard names the agents' files itself (it must not import every dialect on
+    each call); this keeps that list from falling behind the dialects'."""
+    dialect = DIALECTS[agent]
+    home = Path(os.environ["HOME"])
+    files = [dialect.config_path(scope, proj, os.environ) for scope in dialect.config]
+    if dialect.trust_config:
+        files.append(home / dialect.trust_config[2:])
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        assert verdict(proj, "file_write", {"file_path": str(path)}), path
+        assert bash(proj, f"rm -f {path}"), path
 
 
 def test_reading_tools_are_never_blocked(proj: Path) -> None:
