@@ -54,9 +54,6 @@ class Glob:
 Comp = str | Glob
 """A path component: a literal name (folded) or a :class:`Glob`."""
 
-ANY = Glob("*", dotglob=True)
-"""``**``, or a component the guard could not read: any name at all."""
-
 
 def _tokens(pattern: str) -> list[tuple[str, str]]:
     """``("*", "")``, ``("?", "")``, ``("[", chars)`` / ``("^", chars)`` for a class
