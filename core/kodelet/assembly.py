@@ -93,18 +93,14 @@ def load_runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
     third_party = entry_points and not config.no_hooks
-    protected = not builtins
-    if third_party or builtins:
-        for builtin, ep in installed_entry_points(builtins_only=not third_party):
-            if not builtin and not protected:  # listed with the built-ins, before the rest
-                protect_kodelet(runtime)
-                protected = True
-            if builtin and builtins:
-                runtime.add_plugin(load(ep, builtin))
-            elif not builtin:  # a disabled plugin is recorded, never imported
-                runtime.add_plugin(load(ep, builtin, disabled=runtime.is_disabled(ep.name)))
-    if not protected:
-        protect_kodelet(runtime)
+    found = installed_entry_points(builtins_only=not third_party) if third_party or builtins else []
+    if builtins:
+        for ep in (ep for builtin, ep in found if builtin):
+            runtime.add_plugin(load(ep, True))
+        protect_kodelet(runtime)  # listed with the built-ins, before the rest
+    for ep in (ep for builtin, ep in found if not builtin):
+        # a disabled plugin is recorded, never imported
+        runtime.add_plugin(load(ep, False, disabled=runtime.is_disabled(ep.name)))
     for plugin in plugins:
         name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
         runtime.register(obj, name=name)
