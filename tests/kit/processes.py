@@ -157,13 +157,13 @@ def kill_strays(run: str, rounds: int = 20) -> list[Stray]:
     return first
 
 
-def kill_sessions(pids: Iterable[int], timeout: float = 60.0) -> bool:
-    """SIGKILL everything of this run in the sessions of ``pids`` (a hook and all it
+def kill_sessions(roots: Iterable[int], timeout: float = 60.0) -> bool:
+    """SIGKILL everything of this run in the sessions of ``roots`` (a hook and all it
     started, a ``git clone`` with its ssh); never the test run's own session. Returns
     whether all of it was gone within ``timeout``."""
     mine = os.getsid(0)
     sessions = set()
-    for pid in pids:
+    for pid in roots:
         st = stat(pid)
         if st is not None and st.sid != mine and ours(pid):
             sessions.add(st.sid)
