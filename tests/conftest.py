@@ -35,9 +35,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = os.environ.get(processes.RUN_MARKER)
     if not run:
         return
-    processes.wait_for(lambda: not processes.strays(run), SETTLE)
+    if processes.wait_for(lambda: not processes.strays(run), SETTLE):
+        return
     left = processes.kill_strays(run)
-    if not left:
+    if not left:  # gone between the two looks
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     lines = [f"{len(left)} process(es) left running by the tests (killed now):"]

@@ -13,7 +13,6 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 # Not KODELET_*: every KODELET_* variable is a setting, and part of a warm kodelet's key.
@@ -48,12 +47,11 @@ class Stray(NamedTuple):
 
 
 def stat(pid: int) -> Stat | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    raw = _read(pid, "stat")
+    if raw is None:
         return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return Stat(fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
+    fields = raw[raw.rindex(b")") + 2 :].split()
+    return Stat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]))
 
 
 def alive(pid: int) -> bool:
@@ -80,19 +78,37 @@ def with_default_signals(argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-c", _DEFAULT_SIGNALS, *argv]
 
 
-def _environ(pid: int) -> dict[str, str] | None:
+def _read(pid: int, name: str) -> bytes | None:
     try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
+        with open(f"/proc/{pid}/{name}", "rb") as f:
+            return f.read()
     except OSError:
         return None
-    pairs = (item.decode("utf-8", "replace").partition("=") for item in raw.split(b"\0"))
-    return {name: value for name, _, value in pairs if name}
+
+
+def _variables(pid: int) -> list[bytes]:
+    """``pid``'s environment as it started, ``NAME=value`` each (empty if unreadable)."""
+    raw = _read(pid, "environ")
+    return raw.split(b"\0") if raw else []
+
+
+def _marked(pid: int, run: str) -> bool:
+    """Whether ``pid`` carries the run's marker: one bytes comparison per variable, as the
+    session's check makes it for every process on the machine, again until none is left."""
+    return bool(run) and f"{RUN_MARKER}={run}".encode() in _variables(pid)
+
+
+def _current_test(pid: int) -> str:
+    for item in _variables(pid):
+        name, _, value = item.partition(b"=")
+        if name == b"PYTEST_CURRENT_TEST":
+            return value.decode("utf-8", "replace")
+    return ""
 
 
 def _command(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+    raw = _read(pid, "cmdline")
+    if raw is None:
         return "?"
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:300] or "?"
 
@@ -104,9 +120,7 @@ def pids() -> list[int]:
 
 def ours(pid: int, run: str | None = None) -> bool:
     """Whether ``pid`` was started by this test run (it carries the run's marker)."""
-    run = run if run is not None else os.environ.get(RUN_MARKER)
-    env = _environ(pid)
-    return bool(run) and env is not None and env.get(RUN_MARKER) == run
+    return _marked(pid, run if run is not None else os.environ.get(RUN_MARKER, ""))
 
 
 def strays(run: str) -> list[Stray]:
@@ -129,10 +143,8 @@ def strays(run: str) -> list[Stray]:
     for pid, st in sorted(stats.items()):
         if pid == me or st.state in ("Z", "X"):
             continue
-        env = _environ(pid) or {}
-        if env.get(RUN_MARKER) == run or pid in descendants:
-            test = env.get("PYTEST_CURRENT_TEST", "")
-            found.append(Stray(pid, _command(pid), test))
+        if pid in descendants or _marked(pid, run):
+            found.append(Stray(pid, _command(pid), _current_test(pid)))
     return found
 
 
