@@ -12,7 +12,6 @@ wheels (no index)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +30,10 @@ from tests.kit.python_hooks import (
     path_without_kodelet,
     protocol_guard,
 )
+from tests.kit.wheels import source_copy
 
 pytestmark = pytest.mark.installs
 
-ROOT = Path(__file__).resolve().parents[1]
 PIPX = "pipx==1.18.4"
 UV = "uv==0.13.9"
 # The Python the installs run on: the base interpreter, not this test venv's.
@@ -67,14 +66,7 @@ def pip_env(cache: Path) -> dict[str, str]:
 def wheels(cache: Path) -> Path:
     """kodelet's wheel, built from a copy of this checkout, its dependencies' wheels and pip's."""
     house = cache / "wheels"
-    src = cache / "src"
-    shutil.copytree(
-        ROOT,
-        src,
-        ignore=shutil.ignore_patterns(
-            ".git", ".nox", "*.egg-info", "build", "__pycache__", ".venv", "tests"
-        ),
-    )
+    src = source_copy(cache / "src")
     env = pip_env(cache)
     pip = [sys.executable, "-m", "pip"]
     run([*pip, "wheel", "-q", "--no-deps", "-w", str(house), str(src)], env)

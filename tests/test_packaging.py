@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,21 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.kit.wheels import source_copy
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_wheel_builds_without_a_deprecation_and_says_its_license(tmp_path: Path) -> None:
     """The build's own output has no setuptools deprecation (the old ``license = { text =
     ... }`` table had a removal date), and the metadata carries the SPDX expression."""
-    # A copy of the sources, so the build's egg-info and build/ never land in the work tree.
-    src = tmp_path / "src"
-    shutil.copytree(
-        ROOT,
-        src,
-        ignore=shutil.ignore_patterns(
-            ".git", ".nox", "*.egg-info", "build", "__pycache__", ".venv", "tests"
-        ),
-    )
+    src = source_copy(tmp_path / "src")
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
     cmd = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path), str(src)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)

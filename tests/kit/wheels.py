@@ -1,15 +1,29 @@
-"""Python packages as pip leaves them, without pip's network: a real wheel of a native
-plugin, a plugin's module and dist-info written into a site directory, and a venv that
-also sees this interpreter's packages (kodelet among them)."""
+"""Python packages as pip leaves them, without pip's network: a copy of this checkout to
+build kodelet's own wheel from, a real wheel of a native plugin, a plugin's module and
+dist-info written into a site directory, and a venv that also sees this interpreter's
+packages (kodelet among them)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def source_copy(where: Path) -> Path:
+    """A copy of this checkout to build kodelet's wheel from, so that the build's
+    egg-info and build/ never land in the work tree."""
+    ignore = shutil.ignore_patterns(
+        ".git", ".nox", "*.egg-info", "build", "__pycache__", ".venv", "tests"
+    )
+    shutil.copytree(ROOT, where, ignore=ignore)
+    return where
 
 
 def record_line(name: str, data: bytes) -> str:
