@@ -60,13 +60,14 @@ def alive(pid: int) -> bool:
     return st is not None and st.state not in ("Z", "X")
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> bool:
-    """Whether ``predicate()`` came true within ``timeout`` seconds. The bound is for a
-    loaded machine: it is what a broken run waits, not what a passing one does."""
+def wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """``predicate()``'s value once it came true within ``timeout`` seconds, else False.
+    The bound is for a loaded machine: it is what a broken run waits, not what a passing
+    one does."""
     deadline = time.monotonic() + timeout
     while True:
-        if predicate():
-            return True
+        if value := predicate():
+            return value
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)

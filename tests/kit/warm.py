@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kodelet.places import find_project
+from kodelet.testing import write_hook
 from kodelet.warm import control, protocol
 
+from . import processes
 from .claude import pre_tool
 from .cli import CLIENT, bridge, decision
 
@@ -40,10 +41,7 @@ esac
 
 
 def write_guard(project: Path, mark: str = "no rm", name: str = "guard") -> Path:
-    hook = project / ".kodelet" / "hooks" / name
-    hook.write_text(GUARD.replace("MARK", mark))
-    hook.chmod(0o755)
-    return hook
+    return write_hook(project / ".kodelet" / "hooks", name, GUARD.replace("MARK", mark))
 
 
 def warm_env(**extra: str) -> dict[str, str]:
@@ -67,13 +65,11 @@ def hook(
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s")
+    """``check()``'s value once it is true; the test fails if it is not within ``timeout``."""
+    value = processes.wait_for(check, timeout)
+    if not value:
+        raise AssertionError(f"not within {timeout} s")
+    return value
 
 
 def warm(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
