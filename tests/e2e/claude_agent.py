@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 from kodelet.agents.standins.messages import Script, Turn
+from kodelet.testing import write_hook
 
 from tests.e2e.claude_code import Run, run_claude
 from tests.kit.cli import venv_kodelet as kodelet
@@ -38,10 +39,7 @@ class Agent:
         self.kodelet("claude", "install", "--scope", "project", *args)
 
     def hook(self, name: str, text_: str) -> Path:
-        path = self.project / ".kodelet" / "hooks" / name
-        path.write_text(text_)
-        path.chmod(0o755)
-        return path
+        return write_hook(self.project / ".kodelet" / "hooks", name, text_)
 
     def config(self, toml: str) -> None:
         (self.project / ".kodelet" / "config.toml").write_text(toml)

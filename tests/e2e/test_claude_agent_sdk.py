@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kodelet.agents.standins.messages import MessagesAPI, Script, text, tool
 from kodelet.integrations.claude_agent_sdk import hooks
+from kodelet.testing import write_hook
 
 from tests.e2e.claude_agent import DANGER_HOOK, REWRITE_HOOK
 from tests.e2e.claude_code import claude_env
@@ -17,9 +18,7 @@ sdk = pytest.importorskip("claude_agent_sdk")
 
 
 def _hook(project: Path, name: str, body: str) -> None:
-    path = project / ".kodelet" / "hooks" / name
-    path.write_text(body)
-    path.chmod(0o755)
+    write_hook(project / ".kodelet" / "hooks", name, body)
 
 
 def session(binary: Path, project: Path, home: Path, command: str) -> MessagesAPI:

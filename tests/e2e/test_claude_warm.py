@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kodelet.agents.standins.messages import text, tool
+from kodelet.testing import write_hook
 from kodelet.warm import control
 
 from tests.e2e.claude_agent import DANGER_HOOK
@@ -32,9 +33,7 @@ def session(claude_bin: Path, project: Path, home: Path, venv_bin: Path, calls: 
 
 @pytest.fixture
 def guarded(cc_project: Path) -> Path:
-    hook = cc_project / ".kodelet" / "hooks" / "danger"
-    hook.write_text(DANGER_HOOK)
-    hook.chmod(0o755)
+    write_hook(cc_project / ".kodelet" / "hooks", "danger", DANGER_HOOK)
     return cc_project
 
 
