@@ -115,17 +115,13 @@ def hook_file(root: Path, name: str) -> Path:
 def find_project(
     cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
 ) -> Path:
-    """The project a working directory belongs to, found the way git finds its root.
+    """The project a working directory belongs to (``cwd`` defaults to this process's,
+    ``env`` to its environment), by the rule :func:`kodelet.warm.protocol.find_project`
+    states: an agent's shell wanders (``cd src``, ``cd vendor/lib`` into a nested
+    repository) and its guards must not stay behind.
 
-    An agent's shell wanders (``cd src``, ``cd vendor/lib`` into a nested repository);
-    its guards must not stay behind. The nearest directory at or above ``cwd`` holding
-    ``.kodelet/`` is the project, whatever repositories lie between; the global root's
-    own ``.kodelet`` (``~/.kodelet``) does not count. With none, the nearest holding
-    ``.git``, else ``cwd`` itself. ``CLAUDE_PROJECT_DIR`` in ``env`` (the folder the
-    agent started in, set for every hook) is where the search starts when it names a
-    directory: a session keeps its project whatever its shell ``cd``s to."""
-    # The warm kodelet's lean client finds projects without importing kodelet; this is
-    # its function, so the two can never disagree on which project a call is for.
+    The warm kodelet's lean client finds projects without importing kodelet; this is
+    its function, so the two can never disagree on which project a call is for."""
     return Path(
         protocol.find_project(os.fspath(cwd or os.getcwd()), os.environ if env is None else env)
     )
