@@ -26,7 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +130,13 @@ def worker(
     env: Mapping[str, str],
     project: Path | None,
     caller: int | None,
+    scopes: Sequence[str] = ORDER,
 ) -> str | None:
     """The scope whose kodelet entry does the work for the agent's ``event``: the first
-    in :data:`ORDER` sure to run; None when none is. ``project`` is the folder whose
-    files the agent reads (None: not known, so only the user's file counts); ``caller``
-    the process the agent started for the hook (None: not known)."""
-    for scope in ORDER:
+    of ``scopes`` (in :data:`ORDER`) sure to run; None when none is. ``project`` is the
+    folder whose files the agent reads (None: not known, so only the user's file
+    counts); ``caller`` the process the agent started for the hook (None: not known)."""
+    for scope in scopes:
         if scope not in dialect.config or (scope != "user" and project is None):
             continue
         where = project or Path("/")
@@ -170,10 +171,10 @@ def stands_down(
     command names), or None when this entry is to run."""
     if scope not in ORDER or not isinstance(event, str):
         return None
-    found = worker(dialect, event, env, dialect.project_dir(env), caller)
-    if found is not None and ORDER.index(found) < ORDER.index(scope):
-        return found
-    return None
+    # Only an earlier scope can take the work: this entry's own file, and the agent's
+    # process tree it would be checked against, are not read on this hot path.
+    earlier = ORDER[: ORDER.index(scope)]
+    return worker(dialect, event, env, dialect.project_dir(env), caller, earlier)
 
 
 def ancestors_args(pid: int, depth: int = 12) -> Iterator[list[str]]:
