@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from kodelet.agents import DIALECTS, Dialect
+from kodelet.agents.base import Answer, Ran
 from kodelet.testing import write_hook
 
 from tests.kit.cli import bridge
@@ -186,6 +187,29 @@ def test_to_claude_and_back_keep_unknown_names() -> None:
     data = {"hook_event_name": "TodoCreated", "tool_name": "mcp__x__y", "tool_input": {"a": 1}}
     assert dialect.to_claude(data) == data
     assert dialect.speak(None, 0, data) == ("", 0)
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_each_dialect_reads_back_the_answer_it_says(name: str) -> None:
+    """The bridge's answer (:meth:`Dialect.say`) read as the agent reads it
+    (:meth:`Dialect.outcome`, what ``kodelet verify`` judges by): a block stays a block
+    with its reason, an ask is an ask where someone can answer, a rewrite the agent
+    cannot run blocks, and no answer lets the call through."""
+    d = DIALECTS[name]
+    data = {"hook_event_name": d.agent_event("PreToolUse"), "tool_name": d.shell_tool}
+
+    def heard(answer: Answer | None) -> tuple[str, str]:
+        out, code = d.speak(answer, 0, data)
+        return d.outcome(Ran(code, out))
+
+    assert heard(Answer("PreToolUse", blocked=True, reason="no")) == ("blocked", "no")
+    assert heard(None) == ("allowed", "no hook objected")
+    assert heard(Answer("PreToolUse")) == ("allowed", "no hook objected")
+    nobody_asks = name in ("codex", "opencode")
+    asked = heard(Answer("PreToolUse", ask=True, reason="sure?"))
+    assert asked == ("blocked" if nobody_asks else "asks", "sure?")
+    rewritten = heard(Answer("PreToolUse", input={"command": "ls"}))
+    assert rewritten[0] == ("rewritten" if d.rewrites else "blocked"), rewritten
 
 
 def test_every_dialect_maps_the_blocking_events() -> None:

@@ -112,6 +112,29 @@ class Dialect:
     """An empty prompt is one the user sent (Claude Code); False: the agent fires its
     prompt event with an empty prompt on its own turns (Qwen Code's after a tool round),
     which is no user message."""
+    project_where_started: bool = False
+    """The agent reads a project's hook file only in the folder it starts in (Claude
+    Code's ``.claude/settings.json``, Gemini CLI's ``.gemini/settings.json``): started in
+    a subfolder, it never calls a project-scope entry."""
+    start_vars: tuple[str, ...] = ()
+    """The variables the agent sets, for each hook, to the folder it started in (as the
+    pinned CLIs do); ``kodelet verify`` gives a hook these and takes out every other
+    agent's."""
+    shell_tool: str = "Bash"
+    """The tool name a kodelet entry sees for the agent's shell tool."""
+    write_tool: str | None = "Write"
+    """The tool name a kodelet entry sees for its file-write tool; None: it has none."""
+    hook_input: Mapping[str, str] = attrs.field(
+        factory=lambda: {"transcript_path": "", "permission_mode": "default"}
+    )
+    """Fields the agent's hook input carries beside the event's own (a probe's
+    ``kodelet verify`` sends them, with empty or default values)."""
+    hook_timeout: float = 60.0
+    """Seconds the agent waits for a hook entry that names none."""
+    cannot_apply: tuple[tuple[str, str], ...] = ()
+    """(kodelet event, an answer its hooks may give that the agent cannot apply as asked,
+    and what happens instead), as docs/AGENTS.md's table of answers says: what
+    ``kodelet NAME status`` names beside each hook on that event."""
 
     @property
     def what(self) -> str:
@@ -122,6 +145,12 @@ class Dialect:
         """The trust records (key -> hash) the agent needs before it runs kodelet's entries
         in the hooks file ``path`` holding ``data``; empty when it needs none."""
         return {}
+
+    def trusts(self, folder: Path, env: Mapping[str, str]) -> bool:
+        """The agent, started in ``folder`` from a shell with ``env``, reads the project's
+        hook file there (an agent that asks the user to trust a folder first says whether
+        it was)."""
+        return True
 
     def config_path(self, scope: str, project: Path, env: Mapping[str, str]) -> Path:
         """The file kodelet's entries go into for ``scope`` (``project`` or ``user``)."""
@@ -238,6 +267,100 @@ class Dialect:
         if len(specific) > 1:
             out["hookSpecificOutput"] = specific
         return out
+
+    # --- how the agent reads an answer --------------------------------------
+
+    def outcome(self, ran: Ran, blocks_on_failure: bool = False) -> tuple[str, str]:
+        """(outcome, reason) of :data:`OUTCOMES`: what the agent does with a pre-tool call
+        whose hook entry gave ``ran`` (``blocks_on_failure``: the entry says
+        ``onFailure: "block"``). The reading of :meth:`say`'s answer and of a hook that
+        failed; this default is Claude Code's, Codex's and Qwen Code's: exit 2 blocks with
+        stderr as the reason, any other failure lets the call through unless the entry
+        blocks on failure where the agent reads that (``on_failure_key``)."""
+        if ran.code == 2:
+            return "blocked", last_line(ran.stderr) or "blocked (exit 2)"
+        if ran.code != 0:
+            if self.on_failure_key and blocks_on_failure:
+                return "blocked", f"the hook failed ({ran.why()}); the entry blocks on failure"
+            return "allowed", f"the hook failed ({ran.why()}); {self.title} goes ahead"
+        return self.read_stdout(ran.stdout)
+
+    def read_stdout(self, stdout: str) -> tuple[str, str]:
+        """(outcome, reason) for what a hook that succeeded printed: its JSON answer
+        (:meth:`read`); anything else is no objection."""
+        doc = json_object(stdout)
+        return ("allowed", NO_OBJECTION) if doc is None else self.read(doc)
+
+    def read(self, doc: Mapping[str, Any]) -> tuple[str, str]:
+        """(outcome, reason) for a pre-tool answer document on Claude Code's wire, as the
+        agent reads it: a rewrite it cannot run (``rewrites``, ``rewrite_allows``) is
+        ignored, so the call goes ahead as asked."""
+        specific = doc.get("hookSpecificOutput")
+        specific = specific if isinstance(specific, dict) else {}
+        decision = specific.get("permissionDecision")
+        reason = str(specific.get("permissionDecisionReason") or "")
+        if doc.get("continue") is False:
+            return "blocked", str(doc.get("stopReason") or "the hook stopped the agent")
+        if decision == "deny":
+            return "blocked", reason or "denied (no reason given)"
+        if doc.get("decision") == "block":
+            return "blocked", str(doc.get("reason") or "blocked (no reason given)")
+        if decision == "ask":
+            return "asks", reason or "asks the user"
+        rewrite = specific.get("updatedInput")
+        if isinstance(rewrite, dict):
+            if not self.rewrites:
+                return "allowed", f"the hook rewrote the call, which {self.title} never applies"
+            if self.rewrite_allows and decision != "allow":
+                return "allowed", f"{self.title} refuses a rewrite without permissionDecision allow"
+            return "rewritten", f"runs {json.dumps(rewrite, ensure_ascii=False)} instead"
+        return "allowed", reason or NO_OBJECTION
+
+
+# --- what running an entry gave ----------------------------------------------
+
+OUTCOMES = ("blocked", "asks", "rewritten", "allowed")
+"""What the agent does with a call: refuses it, asks the user, runs another call in its
+place, or runs it."""
+NO_OBJECTION = "no hook objected"
+
+
+@attrs.frozen
+class Ran:
+    """What running one hook entry gave the agent (:meth:`Dialect.outcome` reads it)."""
+
+    code: int | None
+    """Exit code (an HTTP entry: 0 when it answered 2xx, else the status); None when it
+    did not exit (timed out, cannot start, killed)."""
+    stdout: str = ""
+    stderr: str = ""
+    failure: str = ""
+    """Why it gave no answer: "timed out after 60 s", "killed by SIGSEGV", ..."""
+
+    def why(self) -> str:
+        """What went wrong, for a reason: the failure, or the exit code and stderr's last
+        line."""
+        if self.failure:
+            return self.failure
+        said = last_line(self.stderr)
+        return f"exited with {self.code}" + (f": {said}" if said else "")
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object, or None when it is not one."""
+    text = text.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
 
 
 # --- the decoded answer ------------------------------------------------------

@@ -37,6 +37,8 @@ CLAUDE = Dialect(
         " shows them).",
     ),
     project_env="CLAUDE_PROJECT_DIR",
+    project_where_started=True,
+    start_vars=("CLAUDE_PROJECT_DIR",),
     sources_flag="--setting-sources",
     empty_prompt_typed=True,
 )

@@ -39,6 +39,12 @@ class CodexDialect(Dialect):
             answer = attrs.evolve(answer, output=None, context=context)
         return super().say(answer, data)
 
+    def read(self, doc: Mapping[str, Any]) -> tuple[str, str]:
+        outcome, reason = super().read(doc)
+        if outcome == "asks":
+            return "allowed", "the hook asks, which Codex refuses as an invalid answer"
+        return outcome, reason
+
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """Codex 0.169.0 runs a hook of a ``hooks.json`` only when the user's
         ``config.toml`` holds ``[hooks.state."<file>:<event>:<group>:<handler>"]`` with
@@ -99,4 +105,13 @@ CODEX = CodexDialect(
     rewrite_allows=True,
     home_env="CODEX_HOME",
     trust_config="~/.codex/config.toml",
+    # Its shell tool reaches hooks as Bash; apply_patch edits, and no tool writes a file.
+    write_tool=None,
+    cannot_apply=(
+        (
+            "after_tool_call",
+            "a rewritten tool output: Codex refuses one, so the model gets the new output as"
+            " added text beside the real one",
+        ),
+    ),
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from .base import Answer, Dialect
+from .base import Answer, Dialect, Ran
 
 _FILE = (("path", "file_path"),)
 
@@ -43,6 +43,26 @@ class CopilotDialect(Dialect):
             text = answer.output.text()
             out["modifiedResult"] = {"resultType": "success", "textResultForLlm": text}
         return out
+
+    def outcome(self, ran: Ran, blocks_on_failure: bool = False) -> tuple[str, str]:
+        """Any non-zero exit denies the call; a timeout lets it through."""
+        if ran.failure.startswith("timed out"):
+            return "allowed", f"the hook {ran.failure}; Copilot CLI goes ahead"
+        if ran.code != 0:
+            return "blocked", f"the hook failed ({ran.why()}); Copilot CLI denies the call"
+        return self.read_stdout(ran.stdout)
+
+    def read(self, doc: Mapping[str, Any]) -> tuple[str, str]:
+        """A ``permissionDecision`` counts at the top level too."""
+        specific = doc.get("hookSpecificOutput")
+        specific = dict(specific) if isinstance(specific, dict) else {}
+        if specific.get("permissionDecision") is None:
+            specific["permissionDecision"] = doc.get("permissionDecision")
+            reason = doc.get("permissionDecisionReason")
+            specific["permissionDecisionReason"] = reason or specific.get(
+                "permissionDecisionReason"
+            )
+        return super().read({**doc, "hookSpecificOutput": specific})
 
 
 COPILOT = CopilotDialect(
@@ -88,6 +108,8 @@ COPILOT = CopilotDialect(
     # Copilot's transcript is its own event log, not the one kodelet reads for a stop.
     claude_transcript=False,
     exit_1_blocks=True,
+    # Its PascalCase entries see Claude Code's tool names (Bash, Write), with its own keys.
+    hook_input={"transcript_path": ""},
     notes=(
         "Copilot CLI loads a project's .github/hooks only in a folder you trust"
         " (COPILOT_ALLOW_ALL=true trusts the working directory); --scope user always loads",

@@ -14,12 +14,15 @@ found (127) blocks; one that crashes on a signal or times out lets the call thro
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
 
-from .base import PRE_TOOL, PROMPT, REWRITTEN, Answer, Dialect
+from .base import NO_OBJECTION, PRE_TOOL, PROMPT, REWRITTEN, Answer, Dialect, Ran, last_line
 
 
 @attrs.frozen(eq=False)
@@ -66,6 +69,66 @@ class GeminiDialect(Dialect):
             out["hookSpecificOutput"] = {"hookEventName": event, **extra} if event else extra
         return out
 
+    def outcome(self, ran: Ran, blocks_on_failure: bool = False) -> tuple[str, str]:
+        """Exit 1 warns and any other non-zero exit blocks with stderr as the reason; a
+        hook that crashed or timed out lets the call through."""
+        if ran.code is None:
+            return "allowed", f"the hook failed ({ran.why()}); Gemini CLI goes ahead"
+        if ran.code == 1:
+            return "allowed", f"the hook warned ({ran.why()}); Gemini CLI goes ahead"
+        if ran.code != 0:
+            return "blocked", last_line(ran.stderr) or f"blocked (exit {ran.code})"
+        return self.read_stdout(ran.stdout)
+
+    def read(self, doc: Mapping[str, Any]) -> tuple[str, str]:
+        if doc.get("continue") is False:
+            return "blocked", str(doc.get("stopReason") or "the hook stopped the agent")
+        decision = doc.get("decision")
+        reason = str(doc.get("reason") or "")
+        if decision in ("deny", "block"):
+            return "blocked", reason or "denied (no reason given)"
+        if decision == "ask":
+            return "asks", reason or "asks the user"
+        specific = doc.get("hookSpecificOutput")
+        rewrite = specific.get("tool_input") if isinstance(specific, dict) else None
+        if isinstance(rewrite, dict):
+            return "rewritten", f"runs with {json.dumps(rewrite, ensure_ascii=False)} merged in"
+        return "allowed", reason or NO_OBJECTION
+
+    def trusts(self, folder: Path, env: Mapping[str, str]) -> bool:
+        """Gemini CLI 0.61.0, started in ``folder``, trusts it and so reads the project's
+        ``.gemini/settings.json``, hooks included: as its ``checkPathTrust`` decides
+        from the environment, the user's ``security.folderTrust.enabled`` and the longest
+        matching rule of ``trustedFolders.json`` (no rule: not trusted)."""
+        if env.get("GEMINI_RESTRICTED_MODE") == "true":
+            return False
+        if env.get("GEMINI_CLI_TRUST_WORKSPACE") in ("true", "false"):
+            return env["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
+        home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home()) / ".gemini"
+        settings = _json_file(home / "settings.json")
+        security = settings.get("security") if isinstance(settings.get("security"), dict) else {}
+        trust = security.get("folderTrust") if isinstance(security, dict) else None
+        if isinstance(trust, dict) and trust.get("enabled") is False:
+            return True
+        rules_file = env.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or home / "trustedFolders.json"
+        where = os.path.realpath(folder)
+        best, level = -1, None
+        for rule, value in _json_file(Path(rules_file)).items():
+            root = os.path.dirname(rule) if value == "TRUST_PARENT" else rule
+            root = os.path.realpath(root)
+            inside = where == root or where.startswith(root.rstrip(os.sep) + os.sep)
+            if inside and len(rule) > best:
+                best, level = len(rule), value
+        return level in ("TRUST_FOLDER", "TRUST_PARENT")
+
+
+def _json_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
 
 GEMINI = GeminiDialect(
     name="gemini",
@@ -110,6 +173,19 @@ GEMINI = GeminiDialect(
     # Gemini CLI sets Claude Code's variable for its hooks too.
     project_env="CLAUDE_PROJECT_DIR",
     project_trust_env="GEMINI_CLI_TRUST_WORKSPACE",
+    project_where_started=True,
+    start_vars=("GEMINI_PROJECT_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR"),
+    shell_tool="run_shell_command",
+    write_tool="write_file",
+    hook_input={"transcript_path": ""},
+    cannot_apply=(
+        (
+            "after_tool_call",
+            "a rewritten tool output: Gemini CLI cannot replace a result, so the model gets"
+            " the new output as added text beside the real one",
+        ),
+        ("before_tool_call", "added context: Gemini CLI takes none before a tool call"),
+    ),
     notes=(
         "Gemini CLI reads a project's .gemini/settings.json, hooks included, only in a"
         " trusted folder (trust it in gemini, or GEMINI_CLI_TRUST_WORKSPACE=true);"

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from ..errors import KodeletError
-from .verify import ALLOW, PROJECT_VARIABLES, Probe, Verdict
+from .verify import ALLOW, Probe, Verdict, without_start_vars
 
 __all__ = ["LIVE_AGENTS", "LiveError", "run_live"]
 
@@ -200,10 +200,7 @@ def run_live(
     try:
         calls = _calls(folder, probes)
         with spec.standin([c.command for c in calls]) as api:
-            full = {k: v for k, v in env.items() if k not in _DROPPED}
-            for names in PROJECT_VARIABLES.values():
-                for name in names:
-                    full.pop(name, None)
+            full = {k: v for k, v in without_start_vars(env).items() if k not in _DROPPED}
             full.update(spec.env(api, scratch, env))
             try:
                 done = subprocess.run(

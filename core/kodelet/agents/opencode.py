@@ -21,11 +21,12 @@ from typing import Any
 
 import attrs
 
-from .base import Answer, Dialect
+from .base import NO_OBJECTION, Answer, Dialect, Ran, json_object
 
 MARKER = "// kodelet-managed plugin"
 """The first line of the generated file: what ``kodelet opencode uninstall`` removes."""
-TIMEOUT_MS = 120_000
+TIMEOUT = 120.0
+"""Seconds the plugin waits for kodelet."""
 
 
 @attrs.frozen(eq=False)
@@ -57,6 +58,25 @@ class OpencodeDialect(Dialect):
         if answer.message:
             out["message"] = answer.message
         return out
+
+    def outcome(self, ran: Ran, blocks_on_failure: bool = False) -> tuple[str, str]:
+        """What the plugin does: refuses the call when kodelet exits non-zero or prints
+        anything but its small answer."""
+        if ran.code != 0:
+            return "blocked", f"kodelet could not check this tool call ({ran.why()}); refused"
+        if not ran.stdout.strip():
+            return "allowed", NO_OBJECTION
+        doc = json_object(ran.stdout)
+        if doc is None:
+            return "blocked", f"the hook answered {ran.stdout.strip()[:200]!r}; refused"
+        return self.read(doc)
+
+    def read(self, doc: Mapping[str, Any]) -> tuple[str, str]:
+        if isinstance(doc.get("block"), str):
+            return "blocked", str(doc["block"])
+        if isinstance(doc.get("args"), dict):
+            return "rewritten", f"runs with {json.dumps(doc['args'], ensure_ascii=False)}"
+        return "allowed", NO_OBJECTION
 
 
 OPENCODE = OpencodeDialect(
@@ -100,6 +120,10 @@ OPENCODE = OpencodeDialect(
     fails_open=False,
     claude_transcript=False,
     exit_1_blocks=True,
+    shell_tool="bash",
+    write_tool="write",
+    hook_input={},
+    hook_timeout=TIMEOUT,
     notes=("opencode loads plugins when it starts: restart running opencode sessions",),
 )
 
@@ -110,7 +134,7 @@ def plugin_source(command: str) -> str:
     return (
         _PLUGIN.replace("@MARKER@", MARKER)
         .replace("@COMMAND@", json.dumps(command))
-        .replace("@TIMEOUT@", str(TIMEOUT_MS))
+        .replace("@TIMEOUT@", str(int(TIMEOUT * 1000)))
     )
 
 

@@ -77,4 +77,15 @@ QWEN = Dialect(
     fails_open=True,
     rewrites=False,
     settings_keys=("enabled", "disabled", "notifications"),
+    start_vars=("QWEN_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
+    shell_tool="run_shell_command",
+    write_tool="write_file",
+    cannot_apply=(
+        (
+            "before_tool_call",
+            "a rewrite of the call: Qwen Code never applies one, so kodelet blocks the call"
+            " and names the rewritten one for the model to make",
+        ),
+        ("before_tool_call", "added context: Qwen Code drops it before a tool call"),
+    ),
 )

@@ -127,11 +127,12 @@ def find_entries(agent: str, base: Path) -> tuple[list[probing.Entry], list[str]
             entries += found
         if problem:
             problems.append(problem)
-        if agent == "gemini" and scope == "project" and not probing.gemini_trusts(base, os.environ):
+        if scope == "project" and not dialect.trusts(base, os.environ):
+            how = f" (or {dialect.project_trust_env}=true)" if dialect.project_trust_env else ""
             why = (
-                f"Gemini CLI does not trust {base}, so it does not read this file there: trust"
-                " the folder in gemini (or GEMINI_CLI_TRUST_WORKSPACE=true), or `kodelet gemini"
-                " install --scope user`"
+                f"{dialect.title} does not trust {base}, so it does not read this file there:"
+                f" trust the folder in {dialect.binary}{how}, or `kodelet {agent} install"
+                " --scope user`"
             )
             entries[found_before:] = [
                 attrs.evolve(e, runs=False, why_not=why) for e in entries[found_before:]
@@ -142,12 +143,12 @@ def find_entries(agent: str, base: Path) -> tuple[list[probing.Entry], list[str]
 def _start_folder(agent: str, here: Path, project: Path) -> Path:
     """Where the agent reads a project's file when started in ``here``: ``here`` for the
     agents that read it only where they start, the project's root for the others."""
-    return here if agent in probing.HOLDS_FROM_START_ONLY else project
+    return here if DIALECTS[agent].project_where_started else project
 
 
 def subfolder_problem(agent: str, here: Path, project: Path) -> str | None:
     """Why a project-scope entry at the project's root does not hold in ``here``, or None."""
-    if agent not in probing.HOLDS_FROM_START_ONLY or here == project:
+    if not DIALECTS[agent].project_where_started or here == project:
         return None
     at_root = [e for e in find_entries(agent, project)[0] if e.scope != "user"]
     if not at_root:
@@ -236,40 +237,11 @@ def not_running_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-CANNOT_APPLY: dict[str, tuple[tuple[str, str], ...]] = {
-    "qwen": (
-        (
-            "before_tool_call",
-            "a rewrite of the call: Qwen Code never applies one, so kodelet blocks the call"
-            " and names the rewritten one for the model to make",
-        ),
-        ("before_tool_call", "added context: Qwen Code drops it before a tool call"),
-    ),
-    "gemini": (
-        (
-            "after_tool_call",
-            "a rewritten tool output: Gemini CLI cannot replace a result, so the model gets"
-            " the new output as added text beside the real one",
-        ),
-        ("before_tool_call", "added context: Gemini CLI takes none before a tool call"),
-    ),
-    "codex": (
-        (
-            "after_tool_call",
-            "a rewritten tool output: Codex refuses one, so the model gets the new output as"
-            " added text beside the real one",
-        ),
-    ),
-}
-"""Agent -> (kodelet event, an answer its hooks may give that the agent cannot apply as
-asked, and what happens instead), as docs/AGENTS.md's table of answers says."""
-
-
 def cannot_apply(agent: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The active hooks on events where ``agent`` cannot apply some answer, with what.
     kodelet's own built-ins are left out: on these events they only block."""
     out = []
-    for event, what in CANNOT_APPLY.get(agent, ()):
+    for event, what in DIALECTS[agent].cannot_apply:
         for r in rows:
             if r["event"] == event and not str(r["name"]).startswith("builtin:"):
                 out.append({"name": r["name"], "event": event, "answer": what})
@@ -287,7 +259,7 @@ def cannot_apply_lines(title: str, found: list[dict[str, Any]]) -> list[str]:
 def start_folder_note(agent: str, scope: str, project: Path) -> str | None:
     """What ``install`` says of a project-file scope in an agent that reads it only where
     it starts."""
-    if agent not in probing.HOLDS_FROM_START_ONLY or scope == "user":
+    if not DIALECTS[agent].project_where_started or scope == "user":
         return None
     title = TITLES[agent]
     return (
