@@ -24,9 +24,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from ..claude.installed import OwnEntry
 
 Renames = tuple[tuple[str, str], ...]
 """(agent key, Claude key) pairs."""
@@ -145,6 +148,11 @@ class Dialect:
         """The trust records (key -> hash) the agent needs before it runs kodelet's entries
         in the hooks file ``path`` holding ``data``; empty when it needs none."""
         return {}
+
+    def trust_key(self, path: Path, own: OwnEntry) -> str:
+        """The key of the trust record for kodelet's entry ``own`` of the hooks file
+        ``path`` (:meth:`trust`); never asked of an agent that keeps none."""
+        return f"{path}:{own.event}:{own.group}:{own.handler}"
 
     def trusts(self, folder: Path, env: Mapping[str, str]) -> bool:
         """The agent, started in ``folder`` from a shell with ``env``, reads the project's

@@ -18,10 +18,12 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+if TYPE_CHECKING:
+    from ..claude.installed import OwnEntry
 from .base import REWRITTEN, Answer, Dialect
 
 
@@ -51,32 +53,34 @@ class CodexDialect(Dialect):
         ``trusted_hash`` = sha256 of the hook's identity as compact, key-sorted JSON:
         its event (snake case), its group's matcher if any, and the handler with
         Codex's defaults filled in (``async: false``, ``timeout: 600``)."""
-        from ..claude.installed import is_own
+        from ..claude.installed import own_entries
 
         out: dict[str, str] = {}
-        hooks = data.get("hooks")
-        for event, groups in hooks.items() if isinstance(hooks, dict) else ():
-            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
-            for g, group in enumerate(groups if isinstance(groups, list) else ()):
-                inner = group.get("hooks") if isinstance(group, dict) else None
-                for h, hook in enumerate(inner if isinstance(inner, list) else ()):
-                    if not is_own(hook) or "command" not in hook:
-                        continue
-                    handler = {
-                        "async": bool(hook.get("async", False)),
-                        "command": hook["command"],
-                        "timeout": hook.get("timeout", 600),
-                        "type": "command",
-                    }
-                    identity: dict[str, Any] = {"event_name": snake, "hooks": [handler]}
-                    if group.get("matcher") is not None:
-                        identity["matcher"] = group["matcher"]
-                    text = json.dumps(
-                        identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-                    )
-                    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-                    out[f"{path}:{snake}:{g}:{h}"] = f"sha256:{digest}"
+        for own in own_entries(data):
+            hook = own.hook
+            if "command" not in hook:
+                continue
+            handler = {
+                "async": bool(hook.get("async", False)),
+                "command": hook["command"],
+                "timeout": hook.get("timeout", 600),
+                "type": "command",
+            }
+            identity: dict[str, Any] = {"event_name": _snake(own.event), "hooks": [handler]}
+            if own.matcher is not None:
+                identity["matcher"] = own.matcher
+            text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            out[self.trust_key(path, own)] = f"sha256:{digest}"
         return out
+
+    def trust_key(self, path: Path, own: OwnEntry) -> str:
+        """``<file>:<event>:<group>:<handler>``, the event in snake case."""
+        return f"{path}:{_snake(own.event)}:{own.group}:{own.handler}"
+
+
+def _snake(event: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
 
 
 CODEX = CodexDialect(

@@ -83,28 +83,13 @@ def runs_this_kodelet(
     return not real.is_relative_to(os.path.realpath(project))
 
 
-def _own_entries(data: Mapping[str, Any], event: str) -> Iterator[dict[str, Any]]:
-    """kodelet's entries for ``event`` that fire for every call of it (no narrower
-    matcher)."""
-    from ..claude.installed import is_own
-
-    hooks = data.get("hooks")
-    groups = hooks.get(event) if isinstance(hooks, dict) else None
-    for group in groups if isinstance(groups, list) else ():
-        if not isinstance(group, dict) or group.get("matcher") not in (None, "", "*"):
-            continue
-        inner = group.get("hooks")
-        for hook in inner if isinstance(inner, list) else ():
-            if is_own(hook):
-                yield hook
-
-
 def runs(
     dialect: Dialect, scope: str, path: Path, event: str, env: Mapping[str, str], project: Path
 ) -> bool:
     """The agent's file ``path`` (of ``scope``) holds a kodelet entry for ``event`` that
     will run this kodelet for every call of it, and blocks the call should it fail."""
     from ..adapters.claude_settings import SettingsFileError, read_settings_file
+    from ..claude.installed import own_entries
 
     try:
         text, data = read_settings_file(path, dialect.what)
@@ -113,7 +98,10 @@ def runs(
     if text is None or data.get("disableAllHooks") is True:
         return False
     blocking = dialect.claude_event(event) in BLOCKING
-    for hook in _own_entries(data, event):
+    for own in own_entries(data, event):
+        if own.matcher not in (None, "", "*"):
+            continue  # fires for some calls of the event only
+        hook = own.hook
         command = hook.get("command")
         if hook.get("type", "command") != "command" or not isinstance(command, str):
             continue  # an HTTP entry runs only while its warm kodelet does

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
 
 BRIDGE_ARGS = ("claude", "hook")
 ENSURE_ARGS = ("claude", "ensure")
@@ -75,15 +75,38 @@ def is_own(hook: Any) -> bool:
     )
 
 
-def own_hooks(settings: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(event, entry) for each of kodelet's entries in a settings file's ``hooks``."""
+class OwnEntry(NamedTuple):
+    """One of kodelet's entries in a settings file, and where it is."""
+
+    event: str
+    group: int
+    """Its group's index in ``hooks[event]``."""
+    handler: int
+    """Its index in the group's ``hooks``."""
+    matcher: Any
+    """The group's ``matcher``; None when it has none."""
+    hook: dict[str, Any]
+
+
+def own_entries(settings: Mapping[str, Any], event: str | None = None) -> Iterator[OwnEntry]:
+    """Each of kodelet's entries in a settings file's ``hooks`` (those of ``event`` only,
+    when given): the one walk of that table for the installers, ``status``, ``verify``,
+    the agents' trust records and the two-scope stand-down."""
     hooks = settings.get("hooks")
-    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
-        for group in groups if isinstance(groups, list) else ():
+    if not isinstance(hooks, dict):
+        return
+    for name, groups in hooks.items() if event is None else [(event, hooks.get(event))]:
+        for g, group in enumerate(groups if isinstance(groups, list) else ()):
             inner = group.get("hooks") if isinstance(group, dict) else None
-            for hook in inner if isinstance(inner, list) else ():
+            for h, hook in enumerate(inner if isinstance(inner, list) else ()):
                 if is_own(hook):
-                    yield event, hook
+                    yield OwnEntry(name, g, h, group.get("matcher"), hook)
+
+
+def own_hooks(settings: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(event, entry) for each of kodelet's entries in a settings file's ``hooks``."""
+    for own in own_entries(settings):
+        yield own.event, own.hook
 
 
 def own_hook(

@@ -17,7 +17,7 @@ import typer
 
 from ..agents import DIALECTS
 from ..agents import verify as probing
-from ..claude.installed import is_own
+from ..claude.installed import own_entries
 from . import hook_trust
 from .common import fail, print_json, printable, state
 from .hook_files import SettingsError, read_settings
@@ -82,24 +82,19 @@ def _settings_entries(
         _, data = read_settings(path, what, keys)
     except SettingsError as exc:
         return [], str(exc)
-    untrusted = set(hook_trust.untrusted(DIALECTS[agent], path, data) or ())
+    dialect = DIALECTS[agent]
+    untrusted = set(hook_trust.untrusted(dialect, path, data) or ())
     out = []
-    groups = data.get("hooks", {}).get(event, [])
-    snake = "pre_tool_use"
-    for g, group in enumerate(groups if isinstance(groups, list) else []):
-        inner = group.get("hooks") if isinstance(group, dict) else None
-        for h, hook in enumerate(inner if isinstance(inner, list) else []):
-            if not is_own(hook):
-                continue
-            matcher = group.get("matcher")
-            extra: dict[str, Any] = {"matcher": matcher if isinstance(matcher, str) else None}
-            if f"{path}:{snake}:{g}:{h}" in untrusted:
-                extra["runs"] = False
-                extra["why_not"] = (
-                    f"not trusted by {TITLES[agent]}, which does not run it"
-                    f" (`kodelet {agent} install --scope {scope}` records the trust)"
-                )
-            out.append(_entry(agent, scope, path, hook, **extra))
+    for own in own_entries(data, event):
+        matcher = own.matcher if isinstance(own.matcher, str) else None
+        extra: dict[str, Any] = {"matcher": matcher}
+        if untrusted and dialect.trust_key(path, own) in untrusted:
+            extra["runs"] = False
+            extra["why_not"] = (
+                f"not trusted by {TITLES[agent]}, which does not run it"
+                f" (`kodelet {agent} install --scope {scope}` records the trust)"
+            )
+        out.append(_entry(agent, scope, path, own.hook, **extra))
     return out, None
 
 
