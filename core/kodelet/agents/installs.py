@@ -21,6 +21,7 @@ user's entry down.
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import shutil
@@ -54,8 +55,30 @@ def lean_command(*args: str) -> str:
     """This interpreter's lean client of the warm kodelet, by absolute path, with
     ``args``: no site, no kodelet import per call (docs/HOSTS.md), and no venv to
     activate."""
-    lean = Path(__file__).resolve().parent.parent / "warm" / "hook.py"
-    return " ".join(shlex.quote(w) for w in [sys.executable, "-I", "-S", str(lean), *args])
+    return " ".join(shlex.quote(w) for w in lean_words(*args))
+
+
+def lean_words(*args: str) -> list[str]:
+    """:func:`lean_command` as words (what an entry's command splits into)."""
+    return [sys.executable, "-I", "-S", str(_LEAN), *args]
+
+
+_LEAN = Path(__file__).resolve().parent.parent / "warm" / "hook.py"
+
+
+@functools.lru_cache(maxsize=256)
+def _split(command: str) -> tuple[str, ...] | None:
+    try:
+        return tuple(shlex.split(command))
+    except ValueError:
+        return None
+
+
+def _words(command: str) -> list[str] | None:
+    """``command``'s words (None: it does not split): the same few commands are met on
+    every call, and shlex is slow."""
+    words = _split(command)
+    return None if words is None else list(words)
 
 
 def runs_this_kodelet(
@@ -68,12 +91,11 @@ def runs_this_kodelet(
     from . import DEFAULT
 
     agent = [] if dialect is DEFAULT else ["--agent", dialect.name]
-    try:
-        words = shlex.split(command)
-    except ValueError:
+    words = _words(command)
+    if words is None:
         return False
     if scope != "project":
-        return words == shlex.split(lean_command("claude", "hook", *agent, "--scope", scope))
+        return words == lean_words("claude", "hook", *agent, "--scope", scope)
     if words != [*PROJECT_COMMAND.split(), *agent]:
         return False
     found = shutil.which(words[0], path=env.get("PATH", os.defpath))

@@ -9,6 +9,7 @@ and a pattern that backtracks on a long command would hang every start.
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from collections.abc import Iterator, Mapping
@@ -29,8 +30,11 @@ LEAN_CLIENTS = ("/kodelet/warm/hook.py", "/kodelet/warm/client.py")
 """The warm kodelet's lean client, which local and user settings files run directly."""
 
 
+@functools.lru_cache(maxsize=512)
 def is_own_command(command: str) -> bool:
-    """``kodelet claude hook [--option [value]]...``, whichever interpreter or path runs it."""
+    """``kodelet claude hook [--option [value]]...``, whichever interpreter or path runs it.
+    Kept for the commands seen (a few per settings file): every hook call and every
+    runtime load asks again, and shlex is slow."""
     if len(command) > 4096 or SHELL_SYNTAX.intersection(command):
         return False
     try:
