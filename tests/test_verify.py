@@ -366,3 +366,21 @@ def test_status_tells_a_guard_that_fails_closed_from_one_that_does_not_hold(
     assert (row["stand_in"], row["blocking"]) == (True, False)
     guard.chmod(0o600)
     assert kodelet("claude", "status", cwd=root).returncode == 1
+
+
+def test_an_entry_runs_for_the_tools_its_matcher_names_as_claude_code_reads_it(
+    tmp_path: Path,
+) -> None:
+    """``Write | Bash`` is a list of names to Claude Code (each trimmed), and a regular
+    expression is searched in the tool's name: both entries run for ``Bash``."""
+    root = guarded(tmp_path / "p", BLOCKER)
+    assert kodelet("claude", "install", cwd=root).returncode == 0
+    path = root / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    for matcher in ("Write | Bash", "^Ba"):
+        for group in data["hooks"]["PreToolUse"]:
+            group["matcher"] = matcher
+        path.write_text(json.dumps(data))
+        proc = kodelet("verify", "--agent", "claude", "--expect-block", "rm -rf build", cwd=root)
+        assert proc.returncode == 0, (matcher, proc.stdout + proc.stderr)
+        assert "blocked   rm -rf build [expected blocked: ok]" in proc.stdout, matcher

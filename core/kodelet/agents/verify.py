@@ -124,13 +124,13 @@ class Entry:
     why_not: str = ""
 
     def matches(self, tool: str) -> bool:
-        import re
+        """The entry runs for ``tool``, as Claude Code reads a matcher (a list of names,
+        else a regular expression searched in the name: :mod:`kodelet.claude.matchers`)."""
+        from ..claude.matchers import Matcher, MatcherError
 
-        if self.matcher in (None, "", "*"):
-            return True
         try:
-            return re.fullmatch(str(self.matcher), tool) is not None
-        except re.error:
+            return Matcher(self.matcher)(tool)
+        except MatcherError:
             return self.matcher == tool
 
 
