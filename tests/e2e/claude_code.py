@@ -69,14 +69,11 @@ class Run:
         return self.api.tool_results()
 
     def tool_result_text(self, index: int = 0) -> str:
-        content = self.tool_results()[index].get("content")
-        if isinstance(content, list):
-            return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-        return str(content)
+        return self.api.tool_outputs()[index]
 
     def seen_by_model(self) -> str:
         """Everything the model was sent in the main loop, as one text to search."""
-        return json.dumps(self.api.main_requests(), ensure_ascii=False)
+        return self.api.seen_by_model()
 
 
 def claude_env(api: MessagesAPI, home: Path, path_prefix: Sequence[str] = ()) -> dict[str, str]:

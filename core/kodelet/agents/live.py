@@ -77,8 +77,8 @@ def _calls(folder: Path, probes: Sequence[Probe]) -> list[_Call]:
 
 @attrs.frozen
 class _Agent:
-    """How to start one agent non-interactively against a stand-in, and read what its
-    model was sent back for each call."""
+    """How to start one agent non-interactively against a stand-in (whose
+    ``tool_outputs`` say what its model was sent back for each call)."""
 
     title: str
     binary: str
@@ -86,7 +86,6 @@ class _Agent:
     """The stand-in server for the commands to ask for, one tool call per turn."""
     argv: Callable[[str], list[str]]
     env: Callable[[Any, Path, Mapping[str, str]], dict[str, str]]
-    outputs: Callable[[Any], list[str]]
 
 
 def _claude_standin(commands: list[str]) -> Any:
@@ -103,16 +102,6 @@ def _claude_env(api: Any, scratch: Path, env: Mapping[str, str]) -> dict[str, st
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
-
-
-def _claude_outputs(api: Any) -> list[str]:
-    out = []
-    for block in api.tool_results():
-        content = block.get("content")
-        if isinstance(content, list):
-            content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-        out.append(str(content))
-    return out
 
 
 def _gemini_standin(commands: list[str]) -> Any:
@@ -155,10 +144,6 @@ def _gemini_env(api: Any, scratch: Path, env: Mapping[str, str]) -> dict[str, st
     }
 
 
-def _gemini_outputs(api: Any) -> list[str]:
-    return [str(o) for o in api.tool_outputs()]
-
-
 LIVE_AGENTS: Mapping[str, _Agent] = {
     "claude": _Agent(
         "Claude Code",
@@ -166,7 +151,6 @@ LIVE_AGENTS: Mapping[str, _Agent] = {
         _claude_standin,
         lambda prompt: ["-p", prompt, "--output-format", "json", "--allowedTools", "Bash"],
         _claude_env,
-        _claude_outputs,
     ),
     "gemini": _Agent(
         "Gemini CLI",
@@ -174,7 +158,6 @@ LIVE_AGENTS: Mapping[str, _Agent] = {
         _gemini_standin,
         lambda prompt: ["-p", prompt, "--yolo", "-m", "gemini-2.5-flash"],
         _gemini_env,
-        _gemini_outputs,
     ),
 }
 """The agents ``--live`` drives."""
@@ -216,7 +199,7 @@ def run_live(
                 raise LiveError(f"{spec.title} did not finish within {TIMEOUT:g} s") from None
             except OSError as exc:
                 raise LiveError(f"cannot start {binary}: {exc.strerror or exc}") from None
-            outputs = spec.outputs(api)
+            outputs = api.tool_outputs()
         if not calls[0].ran():
             said = (done.stderr.strip() or done.stdout.strip())[-500:]
             raise LiveError(

@@ -163,3 +163,12 @@ class MessagesAPI(StandIn):
                     if isinstance(block, dict) and block.get("type") == "tool_result":
                         seen.setdefault(str(block.get("tool_use_id")), block)
         return list(seen.values())
+
+    def tool_outputs(self) -> list[str]:
+        content = [block.get("content") for block in self.tool_results()]
+        return [
+            "\n".join(str(b.get("text", "")) for b in c if isinstance(b, dict))
+            if isinstance(c, list)
+            else str(c)
+            for c in content
+        ]
