@@ -119,13 +119,21 @@ class ProcessGroups:
     process is in it from its start until it is reaped. :meth:`kill_all` is what
     a SIGTERM or SIGHUP to the host must do before the host dies (see
     :func:`killing_on_signals`), so no hook, per-call or persistent, is left
-    running orphaned. No lock: the set is changed and copied by single C-level
+    running orphaned. No lock: the sets are changed and copied by single C-level
     operations, and :meth:`kill_all` runs inside a signal handler, where waiting
-    on a lock the interrupted code holds would deadlock."""
+    on a lock the interrupted code holds would deadlock.
+
+    A hook exists from its fork on but is here only once ``add`` has run; a SIGTERM
+    handled in between killed every group but that one and ended the host, leaving
+    the new hook orphaned (a loaded machine widens the window enough to see it). So
+    each start runs inside :meth:`starting`, the handler asks :meth:`hold` first, and
+    a signal that came during a start is sent again when the last start ends."""
 
     def __init__(self) -> None:
         self._pids: set[int] = set()
         self._owner = os.getpid()
+        self._starts: set[object] = set()
+        self._held: list[int] = []
 
     def add(self, pid: int) -> None:
         self._pids.add(pid)
@@ -143,51 +151,36 @@ class ProcessGroups:
         for pid in list(self._pids):
             kill_group(pid)
 
-
-class _Starts:
-    """Hook processes being started in this process right now, and the host signals
-    that came meanwhile.
-
-    A hook exists from its fork on but is in its :class:`ProcessGroups` only once
-    ``add`` has run; a SIGTERM handled in between killed every group but that one
-    and ended the host, leaving the new hook orphaned (a loaded machine widens the
-    window enough to see it). So :func:`killing_on_signals` holds a signal that
-    comes while a start is under way, and the last start to finish sends it again.
-    Process-wide, as the signal handlers that read it are; no lock, for the reason
-    :class:`ProcessGroups` has none. Each start is tagged with its process id, so a
-    forked child never waits on a start of its parent's."""
-
-    def __init__(self) -> None:
-        self.under_way: set[tuple[int, object]] = set()
-        self.held: list[int] = []
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Around starting one hook process and adding it here: a SIGTERM or SIGHUP to
+        the host meanwhile is handled once the process is tracked."""
+        token = object()
+        self._starts.add(token)
+        try:
+            yield
+        finally:
+            self._starts.discard(token)
+            while self._held and not self._starts:
+                with contextlib.suppress(IndexError):
+                    os.kill(os.getpid(), self._held.pop())
 
     def hold(self, signum: int) -> bool:
-        """Whether ``signum`` must wait for a start under way (then it is sent again)."""
-        self.held.append(signum)
-        me = os.getpid()
-        if any(pid == me for pid, _ in list(self.under_way)):
+        """Whether ``signum`` must wait for a start under way (it is then sent again
+        when the start ends); never in a forked child, whose starts these are not."""
+        if os.getpid() != self._owner:
+            return False
+        self._held.append(signum)  # first, so a start ending meanwhile sends it again
+        if self._starts:
             return True
         with contextlib.suppress(ValueError):
-            self.held.remove(signum)
+            self._held.remove(signum)
         return False
 
 
-_STARTS = _Starts()
-
-
-@contextlib.contextmanager
-def starting() -> Iterator[None]:
-    """Around starting one hook process and adding it to its :class:`ProcessGroups`: a
-    SIGTERM or SIGHUP to the host meanwhile is handled once the process is tracked."""
-    token = (os.getpid(), object())
-    _STARTS.under_way.add(token)
-    try:
-        yield
-    finally:
-        _STARTS.under_way.discard(token)
-        while _STARTS.held and not _STARTS.under_way:
-            with contextlib.suppress(IndexError):
-                os.kill(os.getpid(), _STARTS.held.pop())
+def starting(groups: ProcessGroups | None) -> contextlib.AbstractContextManager[None]:
+    """``groups.starting()``; nothing to hold for a process no one tracks."""
+    return contextlib.nullcontext() if groups is None else groups.starting()
 
 
 HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -197,6 +190,9 @@ class Killable(Protocol):
     """What :func:`killing_on_signals` kills: a :class:`ProcessGroups`, or a runtime."""
 
     def kill_all(self) -> None: ...
+
+    def hold(self, signum: int) -> bool:
+        """Whether a hook start is under way (:meth:`ProcessGroups.hold`)."""
 
 
 @contextlib.contextmanager
@@ -218,7 +214,7 @@ def killing_on_signals(
     previous: dict[int, Any] = {}
 
     def handler(signum: int, frame: Any) -> None:
-        if _STARTS.hold(signum):
+        if groups.hold(signum):
             return  # a hook is being started: handled again once its group is tracked
         groups.kill_all()
         before = previous.get(signum, signal.SIG_DFL)
@@ -298,7 +294,7 @@ def run_process(
     cwd, env, groups = options["cwd"], options["env"], options.get("groups")
     timeout, stdout_cap = options["timeout"], options.get("stdout_cap", STDOUT_CAP)
     deadline = start + min(timeout, MAX_TIMEOUT)
-    with starting():
+    with starting(groups):
         try:
             proc = subprocess.Popen(list(argv), close_fds=True, **spawn_options(cwd, env))
         except OSError as exc:
@@ -487,7 +483,7 @@ def run_batch(
     def spawn(index: int) -> _Running:
         job = jobs[index]
         start = time.monotonic()
-        with starting():
+        with starting(groups):
             try:
                 proc = subprocess.Popen(
                     list(job.argv),
@@ -643,7 +639,7 @@ async def arun_process(
     cwd, env, groups = options["cwd"], options["env"], options.get("groups")
     timeout, stdout_cap = options["timeout"], options.get("stdout_cap", STDOUT_CAP)
     timeout = min(timeout, MAX_TIMEOUT)
-    with starting():
+    with starting(groups):
         try:
             proc = await asyncio.create_subprocess_exec(*argv, **spawn_options(cwd, env))
         except OSError as exc:

@@ -171,6 +171,10 @@ class Runtime:
         for adapter in list(self.adapters.values()):
             adapter.kill_all()
 
+    def hold(self, signum: int) -> bool:
+        """Whether a signal must wait for a hook being started (then it comes again)."""
+        return any(adapter.hold(signum) for adapter in list(self.adapters.values()))
+
     def __enter__(self) -> Runtime:
         return self
 

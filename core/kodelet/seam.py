@@ -130,3 +130,8 @@ class Adapter:
     def kill_all(self) -> None:
         """Kill at once every process this adapter's hooks have running. Called from a
         signal handler (SIGTERM, SIGHUP to the host): no locks, no waiting."""
+
+    def hold(self, signum: int) -> bool:
+        """Whether a signal to the host must wait for a hook process being started
+        (:meth:`kodelet.process.ProcessGroups.hold`); from the same signal handler."""
+        return False

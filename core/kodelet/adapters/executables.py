@@ -168,6 +168,9 @@ class ExecutableAdapter(Adapter):
     def kill_all(self) -> None:
         self.groups.kill_all()
 
+    def hold(self, signum: int) -> bool:
+        return self.groups.hold(signum)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

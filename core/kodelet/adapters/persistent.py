@@ -123,7 +123,7 @@ class _Server:
     ) -> None:
         self.name = name
         self.cwd = cwd
-        with starting():
+        with starting(groups):
             self.proc = subprocess.Popen(argv, close_fds=True, bufsize=0, **spawn_options(cwd, env))
             if groups is not None:
                 groups.add(self.proc.pid)
