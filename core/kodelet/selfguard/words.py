@@ -39,8 +39,11 @@ class Path:
     literal: str | None  # the whole path as one string, when it has no glob or hole
 
 
+_ESCAPED = str.maketrans({c: "\\" + c for c in _SPECIAL})
+
+
 def _escape(text: str) -> str:
-    return "".join("\\" + c if c in _SPECIAL else c for c in text)
+    return text.translate(_ESCAPED)
 
 
 def flatten(word: Word, vars: Mapping[str, str], home: str, cwd: str | None) -> tuple[str, bool]:
@@ -188,6 +191,8 @@ def _split(pattern: str) -> list[str]:
 def _unescape(raw: str, *, escaped: bool = True) -> str:
     """``raw`` with its backslashes undone; ``escaped=False``: only the characters that
     act, the escaped ones left out too."""
+    if "\\" not in raw:
+        return raw
     out, i = [], 0
     while i < len(raw):
         if raw[i] == "\\" and (i + 1 < len(raw) or not escaped):
