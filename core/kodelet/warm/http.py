@@ -8,10 +8,17 @@ settings entries carry the secret as a bearer token, and the settings file is ma
 carry the secret: another local user can neither use it nor read its answers. Claude
 Code cannot check who answers, so a warm kodelet with HTTP never exits idle, and the
 SessionStart entry checks that it is the one holding the port (docs/SECURITY.md).
+
+The port is reachable by every local user and, through DNS rebinding, by any web page
+the user opens: a request must name the loopback host it was sent to and come from no
+web origin, and no caller can hold more than :class:`Limits` allow (connections, and
+seconds to send a request), so half-open or trickling connections cannot pile up
+threads or keep the listener from the agent's calls for long.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -29,7 +36,7 @@ from .. import jsonio
 from ..places import Places
 from .protocol import INPUT_CAP
 
-__all__ = ["PATH", "Record", "bind", "record_path"]
+__all__ = ["PATH", "Limits", "Record", "bind", "record_path"]
 
 PATH = "/kodelet/claude/hook"
 """The URL path of kodelet's entries: how ``claude status`` and uninstall know them."""
@@ -99,8 +106,37 @@ def ensure_record(places: Places) -> Record:
     return record
 
 
+@attrs.frozen
+class Limits:
+    """What all callers together may hold of the listener."""
+
+    connections: int = 32
+    """Connections served at once; one more is closed unanswered. An agent's parallel
+    tool calls stay far below it."""
+    request_seconds: float = 10.0
+    """From connecting to the request's last byte; the hooks' own time is not counted."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+
+    def setup(self) -> None:
+        seconds = self.server.limits.request_seconds
+        super().setup()
+        self.connection.settimeout(seconds)
+        # A per-read timeout alone lets a caller trickle one byte at a time forever.
+        self._watch = threading.Timer(seconds, self._cut)
+        self._watch.daemon = True
+        self._watch.start()
+
+    def _cut(self) -> None:
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def finish(self) -> None:
+        self._watch.cancel()
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the warm kodelet's log has the calls that matter
@@ -112,7 +148,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _from_the_agent(self) -> bool:
+        """Sent to the loopback address by a program, not by a web page: a rebound name
+        in ``Host``, or any ``Origin``, is a browser's request."""
+        port = self.server.server_address[1]
+        host = self.headers.get("Host", "")
+        return host in (f"{HOST}:{port}", f"localhost:{port}") and "Origin" not in self.headers
+
     def do_POST(self) -> None:
+        if not self._from_the_agent():
+            self._send(403, b'{"error": "not a loopback request from a program"}')
+            return
         given = self.headers.get("Authorization", "")
         if self.path != PATH or not hmac.compare_digest(given, self.server.token):
             self._send(403, b'{"error": "not kodelet\'s caller"}')
@@ -125,6 +171,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(413, b'{"error": "bad Content-Length"}')
             return
         raw = self.rfile.read(size)
+        self._watch.cancel()
+        if len(raw) != size:
+            return  # cut short: the caller went away or ran out of time
         out, code = self.server.answer(raw)
         # A failure of kodelet itself is a non-2xx: with onFailure "block" Claude Code
         # blocks the call, as it does when the command transport exits non-zero.
@@ -136,10 +185,33 @@ class _Server(ThreadingHTTPServer):
     token: str
     answer: Any
 
+    def __init__(self, address: tuple[str, int], limits: Limits) -> None:
+        super().__init__(address, _Handler)
+        self.limits = limits
+        self._slots = threading.BoundedSemaphore(limits.connections)
 
-def bind(record: Record, answer: Any) -> tuple[_Server, threading.Thread]:
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: closed at once, never queued
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def bind(
+    record: Record, answer: Any, limits: Limits | None = None
+) -> tuple[_Server, threading.Thread]:
     """Listen on the record's port; ``answer(raw) -> (stdout, code)`` answers each call."""
-    httpd = _Server((HOST, record.port), _Handler)
+    httpd = _Server((HOST, record.port), limits or Limits())
     httpd.token = record.header()
     httpd.answer = answer
     thread = threading.Thread(target=httpd.serve_forever, name="kodelet-http", daemon=True)
