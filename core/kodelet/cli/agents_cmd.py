@@ -173,12 +173,15 @@ def change(
     except OSError as exc:
         fail(f"cannot write {path}: {exc.strerror or exc}", 1)
     if install and not dry_run:
+        from ..agents.git_ignore import keep_out_of_git
         from .verify_cmd import start_folder_note
 
         for note in dialect.notes:
             typer.echo(f"note: {note}")
         if held := start_folder_note(dialect.name, scope, cwd):
             typer.echo(f"note: {held}")
+        if scope == "local" and (ignored := keep_out_of_git(path)):
+            typer.echo(f"note: {ignored}")
 
 
 def bridged_hooks(ctx: typer.Context) -> tuple[str, str | None, list[dict[str, Any]]]:
