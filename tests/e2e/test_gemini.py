@@ -63,6 +63,39 @@ def test_a_follow_up_reaches_the_model(gemini: Agent) -> None:
     assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
 
 
+def test_the_model_cannot_switch_its_guard_off(gemini: Agent) -> None:
+    """``builtin:protect-kodelet`` refuses Gemini CLI's write_file of kodelet's config
+    and the shell commands that edit or delete kodelet's folder, with the reason; the
+    model may still read the file, and the guard it tried to switch off still holds."""
+    config = gemini.project / ".kodelet" / "config.toml"
+    # The e2e session's example guardrail plugin would block ``rm -rf`` before it.
+    mine = '# the user\'s\n[plugins]\ndisabled = ["guardrail"]\n'
+    config.write_text(mine)
+    off = '[hooks."guard"]\nenabled = false\n'
+    run = gemini.run(
+        [
+            [call("write_file", file_path=str(config), content=off)],
+            *[
+                [call("run_shell_command", command=command, description="run")]
+                for command in ("sed -i 's/guardrail//' .kodelet/config.toml", "rm -rf .kodelet")
+            ],
+            [call("read_file", file_path=str(config))],
+            [call("run_shell_command", command="touch pwned # danger", description="run")],
+            [text("done")],
+        ]
+    )
+    assert run.returncode == 0, run.stderr
+    assert config.read_text() == mine
+    assert (gemini.project / ".kodelet" / "hooks" / "guard").is_file()
+    outputs = run.tool_outputs()
+    assert len(outputs) == 5, outputs
+    for n in (0, 1, 2):
+        assert "builtin:protect-kodelet" in outputs[n], outputs[n]
+    assert "the user's" in outputs[3]  # reading stays allowed
+    assert not (gemini.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in outputs[4]
+
+
 def test_kodelet_failing_blocks_the_prompt_with_what_to_fix(gemini: Agent) -> None:
     """The prompt itself is refused (BeforeAgent), the reason on the terminal."""
     (gemini.project / ".kodelet" / "config.toml").write_text("[hooks\n")
