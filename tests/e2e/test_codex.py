@@ -9,6 +9,8 @@ from facts: the files the shell call wrote, what the model was sent back.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import AFTER, CODEX, STOP, Agent, connected, seen, write_hook
+from tests.kit.warm import wait_for, warm
 
 
 @pytest.fixture
@@ -112,6 +115,63 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Agent) -> None:
     run = codex.run(shell("touch pwned # danger"), on_path=False)
     assert not (codex.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+
+
+COUNTED = """#!/bin/bash
+# Blocks the call on the victim, and notes each of its runs.
+case "$1" in
+  hook) echo before_tool_call ;;
+  run)
+    case "$(cat)" in
+      *'rm -rf victim'*)
+        echo ran >> RUNS
+        echo '{"blocked": true, "reason": "kodelet guard: the victim stays"}' ;;
+    esac ;;
+esac
+"""
+
+
+def state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_stopped_warm_kodelet_is_passed_by_and_the_guard_runs_once(
+    codex: Agent, tmp_path: Path
+) -> None:
+    """A warm kodelet that takes no call (here SIGSTOPped) is waited for a second or
+    two, not Codex's whole hook timeout after which Codex runs the call: the lean
+    client answers in-process, the guard blocks, and the warm kodelet, resumed, runs
+    nothing of the calls it never acknowledged."""
+    codex.kodelet("codex", "uninstall")
+    codex.kodelet("codex", "install", "--scope", "user")
+    # The e2e session's example guardrail plugin would block ``rm -rf`` before it.
+    (codex.project / ".kodelet" / "config.toml").write_text('[plugins]\ndisabled = ["guardrail"]\n')
+    runs = tmp_path / "runs"
+    write_hook(codex.project, "wedge", COUNTED.replace("RUNS", str(runs)))
+    victim = codex.project / "victim"
+    victim.mkdir()
+    first = codex.run(shell("echo hi > warmed.txt"), on_path=False)
+    assert (codex.project / "warmed.txt").exists(), first.stderr
+    (info,) = wait_for(warm)  # the first call, answered in-process, started it
+    pid = int(info["pid"])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        assert wait_for(lambda: state(pid) == "T")
+        run = codex.run(shell("rm -rf victim"), on_path=False, timeout=300)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert victim.is_dir(), run.stderr
+    assert "kodelet guard: the victim stays" in run.tool_outputs()[0]
+    assert runs.read_text() == "ran\n"
+    # Resumed, it finds each hook call of the session given up by its client (Codex
+    # prints "hook: EVENT" as it starts one) and runs none of them.
+    hooks = [line for line in run.stderr.splitlines() if line.split(":")[0] == "hook"]
+    started = [line for line in hooks if len(line.split()) == 2]
+    assert "hook: PreToolUse" in started
+    (resumed,) = wait_for(lambda: [i for i in warm() if i["abandoned"] == len(started)])
+    assert (resumed["pid"], resumed["calls"]) == (pid, info["calls"])
+    assert runs.read_text() == "ran\n"
 
 
 def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Agent) -> None:
