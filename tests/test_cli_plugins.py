@@ -368,7 +368,9 @@ def test_install_and_uninstall_use_pip_in_kodelets_environment(tmp_path: Path, p
         "plugins", "install", str(tmp_path / "missing.whl"), python=python, env=env, cwd=proj
     )
     assert fail.returncode == 1
-    assert fail.stderr.strip().endswith("kodelet: error: pip install failed (exit status 1)")
+    last = fail.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"kodelet: error: {python} -m pip install ")
+    assert last.endswith("missing.whl failed (exit status 1)")
     no_traceback(fail)
 
 

@@ -11,6 +11,7 @@ wheels (no index)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from tests.kit.python_hooks import (
     path_without_kodelet,
     protocol_guard,
 )
-from tests.kit.wheels import source_copy
+from tests.kit.wheels import build_wheel, source_copy
 
 pytestmark = pytest.mark.installs
 
@@ -153,6 +154,35 @@ def test_python_hooks_run_under_every_install(
     write_hook(project / ".kodelet" / "hooks", "protocol-guard", protocol_guard())
     reason = lean_client(project, {**env, "KODELET_DAEMON": "0"}, "rm -rf /", python, lean)
     assert reason == "refusing to delete everything"
+
+
+@pytest.mark.parametrize("how", list(INSTALLS))
+def test_plugins_install_into_kodelets_own_environment_under_every_install(
+    how: str, cache: Path, wheels: Path, tmp_path: Path, project: Path
+) -> None:
+    """pipx and uv tool make environments without pip: ``plugins install`` uses the
+    installer that made kodelet's environment, and the plugin is then kodelet's."""
+    kodelet = str(INSTALLS[how](cache, wheels, tmp_path / "install"))
+    plugin = build_wheel(tmp_path)
+    tools = f"{tool(cache, PIPX)}:{tool(cache, UV)}"
+    env = {**pip_env(cache), "PATH": f"{tools}:/usr/bin:/bin", "UV_CACHE_DIR": str(cache / "uv")}
+
+    def plugins(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [kodelet, "plugins", *args]
+        return subprocess.run(
+            argv, cwd=project, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    def names() -> list[str]:
+        return [row["name"] for row in json.loads(plugins("list", "--json").stdout)]
+
+    done = plugins("install", "--no-index", str(plugin))
+    assert done.returncode == 0, done.stderr
+    assert {"venv": "pip", "pipx": "pipx inject", "uv tool": "uv pip"}[how] in done.stderr
+    assert "demo" in names()
+    done = plugins("uninstall", "demo")
+    assert done.returncode == 0, done.stderr
+    assert "demo" not in names()
 
 
 LEAN = "import os, kodelet.warm.client as c; print(os.path.dirname(c.__file__))"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -270,22 +271,22 @@ def _resolve_uninstall(args: list[str]) -> list[str]:
 
 
 def _pip(action: str, packages: list[str]) -> None:
-    """pip in kodelet's own environment, as ``llm install`` does, so new plugins are importable."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        action,
-        *(["-y"] if action == "uninstall" else []),
-        *packages,
-    ]
+    """pip's ``action`` in kodelet's own environment, as ``llm install`` does, so new
+    plugins are importable; by pipx or uv when they made it (:mod:`kodelet.installer`)."""
+    from ..installer import Unavailable, plan
+
+    try:
+        run = plan(action, packages)
+    except Unavailable as exc:
+        fail(str(exc), 1)
+    typer.echo(f"kodelet: {action} with {run.how}", err=True)
     sys.stdout.flush()
     try:
-        code = subprocess.run(cmd, check=False).returncode
+        code = subprocess.run(run.argv, check=False, env=run.env).returncode
     except OSError as exc:
-        fail(f"cannot run pip: {exc.strerror or exc}", 1)
+        fail(f"cannot run {run.argv[0]}: {exc.strerror or exc}", 1)
     if code != 0:
-        fail(f"pip {action} failed (exit status {code})", 1)
+        fail(f"{shlex.join(run.argv)} failed (exit status {code})", 1)
 
 
 _PIP_ARGS = {"ignore_unknown_options": True}
@@ -299,7 +300,8 @@ def install(
         help="Packages (and pip options), e.g. kodelet-plugin-foo or -e ./my-plugin.",
     ),
 ) -> None:
-    """pip install native plugins into kodelet's own environment."""
+    """Install native plugins into kodelet's own environment (pip, pipx inject or uv pip:
+    whichever made it)."""
     _pip("install", packages)
 
 
@@ -311,7 +313,7 @@ def uninstall(
         help="Packages, or native plugin names (resolved to their package).",
     ),
 ) -> None:
-    """pip uninstall native plugins from kodelet's own environment (no confirmation).
+    """Uninstall native plugins from kodelet's own environment (no confirmation).
 
     A plugin name (as plugins list shows it) is resolved to its package."""
     _pip("uninstall", _resolve_uninstall(packages))
@@ -337,6 +339,8 @@ def new(
     except ScaffoldError as exc:
         fail(str(exc), 2)
     typer.echo(f"Created {names.dist} (entry point {names.name!r}) in {target}")
+    # Not the active pip's: under pipx or uv tool that is not kodelet's environment.
+    typer.echo(f"Use it: kodelet plugins install -e {shlex.quote(str(target))}")
     typer.echo(f"Next: {next_steps(target)}")
 
 
