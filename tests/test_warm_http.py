@@ -192,3 +192,33 @@ def test_an_http_session_keeps_the_project_it_started_in(
     assert reason(record, project, lib, "s1") == "no rm"  # the model's cd moves no guard
     assert reason(record, project, lib, "s2") == "the library guard"
     assert reason(record, project, project, "s2") == "the library guard"
+
+
+def test_an_install_takes_effect_for_a_warm_kodelet_already_running(project: Path) -> None:
+    """Installing the HTTP transport while the project's warm kodelet ran left the port
+    unbound: the SessionStart entry stopped every session with "no HTTP transport
+    installed" until ``kodelet daemon stop``."""
+    (project / ".git").mkdir()
+    write_guard(project)
+    env = warm_env(CLAUDE_PROJECT_DIR=str(project))
+    before = control.start(project, env)
+    assert before["http"] is None
+    done = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
+    assert done.returncode == 0, done.stderr
+    record = warm_http.load(Places.resolve(project, None, warm_env()))
+    assert record is not None
+    ensure = settings(project)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    started = subprocess.run(
+        ["/bin/sh", "-c", ensure],
+        input=json.dumps({"hook_event_name": "SessionStart", "cwd": str(project)}),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert control.start(project, env)["pid"] == before["pid"]  # the same warm kodelet
+    status, out = post(record, json.dumps(pre_tool(project)).encode(), record.header())
+    assert status == 200
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"] == "no rm"

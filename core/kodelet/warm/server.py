@@ -96,6 +96,8 @@ class Server:
         self._stop = threading.Event()
         self._own_code = os.stat(protocol.__file__).st_mtime_ns
         self.http_state: str | None = None
+        self._httpd: Any = None
+        self._http_lock = threading.Lock()
         from ..places import Places
 
         self.places = Places.resolve(project, None, self.env)
@@ -254,6 +256,7 @@ class Server:
 
     def respond(self, req: protocol.Request, caller: int | None = None) -> bytes:
         if req.op == "status":
+            self._serve_http()
             return self._reply("ok", 0, json.dumps(self.status()).encode())
         if req.op == "stop":
             self._stop.set()
@@ -415,6 +418,14 @@ class Server:
         sock.settimeout(TICK)
         return sock
 
+    def _serve_http(self) -> None:
+        """Listen over HTTP if the project has a record and nothing listens yet:
+        ``install --transport http`` may come while this warm kodelet runs, and its
+        SessionStart entry asks for the status before any call comes over HTTP."""
+        with self._http_lock:
+            if self._httpd is None:
+                self._httpd = self._bind_http()
+
     def _bind_http(self) -> Any:
         """The loopback HTTP listener, when ``install --transport http`` chose a port."""
         from . import http
@@ -446,12 +457,11 @@ class Server:
         signal.signal(signal.SIGHUP, lambda *_: self._stop.set())
         sock = None
         inode = None
-        httpd = None
         try:
             self._check()
             sock = self._bind()
             inode = os.stat(self.socket_path).st_ino
-            httpd = self._bind_http()
+            self._serve_http()
             log.info("warm kodelet %s for %s listening", os.getpid(), self.project)
             while (why := self._should_exit()) is None:
                 try:
@@ -465,6 +475,8 @@ class Server:
                 threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
             log.info("exiting: %s", why)
         finally:
+            with self._http_lock:
+                httpd, self._httpd = self._httpd, None
             if httpd is not None:
                 httpd.shutdown()
                 httpd.server_close()
