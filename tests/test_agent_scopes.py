@@ -134,6 +134,7 @@ def test_the_user_entry_runs_when_the_project_entry_cannot(
     assert "does the work: no, kodelet cannot be sure it runs here, so the user entry does" in (
         status
     )
+    assert "each hook runs twice; it is sure when `kodelet` is on its PATH" in status
 
 
 def test_an_agent_told_to_skip_the_project_settings_keeps_the_user_entry(
@@ -227,3 +228,205 @@ def test_a_kodelet_planted_in_the_checkout_never_stands_the_user_entry_down(
     done = fire(guarded, claude_files(guarded, isolated_home), pre_tool(guarded, "rm -rf /"), env)
     assert runs(guarded) == 1
     assert any("no rm -rf" in d.stdout for d in done)
+
+
+# --- Codex, Qwen Code, Copilot CLI, opencode ------------------------------------------
+#
+# Each agent says differently where it read its project hook file, so each is fired as
+# the pinned CLI runs its hooks: with the variables it sets, the input it sends, and
+# its own command line above the hook (``sh -c CMD AGENT ARGS``).
+
+
+def git_repo(folder: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, timeout=60)
+    return folder
+
+
+def install_both(agent: str, project: Path) -> None:
+    for scope in ("project", "user"):
+        done = kodelet(agent, "install", "--scope", scope, cwd=project)
+        assert done.returncode == 0, done.stderr
+
+
+def trust_codex_project(home: Path, root: Path) -> None:
+    """What ``codex`` writes once the user trusts the folder."""
+    config = home / ".codex" / "config.toml"
+    config.write_text(f'[projects."{root}"]\ntrust_level = "trusted"\n\n' + config.read_text())
+
+
+def codex_files(project: Path, home: Path) -> list[Path]:
+    return [project / ".codex" / "hooks.json", home / ".codex" / "hooks.json"]
+
+
+def plain_env(project: Path, **extra: str) -> dict[str, str]:
+    """An agent's hook environment that names no project folder."""
+    env = {k: v for k, v in agent_env(project).items() if k != "CLAUDE_PROJECT_DIR"}
+    env.update(extra)
+    return env
+
+
+def test_codex_at_both_scopes_in_a_trusted_project_runs_once(
+    guarded: Path, isolated_home: Path
+) -> None:
+    """Codex names no project folder; it reads ``.codex/`` of the repository root above
+    the session's ``cwd``, once the user trusts that root."""
+    git_repo(guarded)
+    install_both("codex", guarded)
+    trust_codex_project(isolated_home, guarded)
+    files = codex_files(guarded, isolated_home)
+    done = fire(guarded, files, pre_tool(guarded, "rm -rf /"), plain_env(guarded), "codex", "exec")
+    assert runs(guarded) == 1
+    answers = [json.loads(d.stdout) for d in done if d.stdout.strip()]
+    assert [a["hookSpecificOutput"]["permissionDecision"] for a in answers] == ["deny"]
+    deep = guarded / "src" / "deep"
+    deep.mkdir(parents=True)
+    fire(deep, files, pre_tool(deep, "ls"), plain_env(guarded), "codex", "exec")
+    assert runs(guarded) == 2
+
+    status = kodelet("codex", "status", cwd=guarded, env=plain_env(guarded))
+    assert "does the work: yes (one run per event)" in status.stdout
+    assert "does the work: no, the project entry does (this one stands down)" in status.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(("codex", "exec", "-c", 'projects."/x".trust_level="untrusted"'), id="-c"),
+        pytest.param(("codex", "exec", "--profile", "ci"), id="profile"),
+        pytest.param(("codex", "exec", "--ignore-user-config"), id="ignore-user-config"),
+        pytest.param(("sh",), id="no-codex-above"),
+    ],
+)
+def test_codex_run_in_a_way_that_may_skip_the_project_keeps_both(
+    guarded: Path, isolated_home: Path, argv: tuple[str, ...]
+) -> None:
+    git_repo(guarded)
+    install_both("codex", guarded)
+    trust_codex_project(isolated_home, guarded)
+    fire(guarded, codex_files(guarded, isolated_home), pre_tool(guarded, "ls"),
+         plain_env(guarded), *argv)  # fmt: skip
+    assert runs(guarded) == 2
+
+
+def test_codex_keeps_both_where_the_project_or_its_entry_is_not_trusted(
+    guarded: Path, isolated_home: Path
+) -> None:
+    git_repo(guarded)
+    install_both("codex", guarded)
+    files = codex_files(guarded, isolated_home)
+    fire(guarded, files, pre_tool(guarded, "ls"), plain_env(guarded), "codex", "exec")
+    assert runs(guarded) == 2  # the project folder is not trusted: Codex skips .codex/
+    trust_codex_project(isolated_home, guarded)
+    config = isolated_home / ".codex" / "config.toml"
+    config.write_text(config.read_text().replace('trusted_hash = "sha256:', 'trusted_hash = "x'))
+    fire(guarded, files[1:], pre_tool(guarded, "ls"), plain_env(guarded), "codex", "exec")
+    assert runs(guarded) == 3  # the project entry is not reviewed: the user's runs
+
+
+def test_qwen_at_both_scopes_runs_once(guarded: Path, isolated_home: Path) -> None:
+    install_both("qwen", guarded)
+    files = [guarded / ".qwen" / "settings.json", isolated_home / ".qwen" / "settings.json"]
+    call = {**pre_tool(guarded, "ls", "run_shell_command")}
+    env = plain_env(guarded, QWEN_PROJECT_DIR=str(guarded))
+    fire(guarded, files, call, env, "qwen", "-p", "go")
+    assert runs(guarded) == 1
+    status = kodelet("qwen", "status", cwd=guarded, env=plain_env(guarded)).stdout
+    assert "does the work: no, the project entry does (this one stands down)" in status
+    # A user who turned folder trust on: Qwen Code may skip the project's file.
+    user = json.loads(files[1].read_text())
+    user["security"] = {"folderTrust": {"enabled": True}}
+    files[1].write_text(json.dumps(user))
+    fire(guarded, files, call, env, "qwen", "-p", "go")
+    assert runs(guarded) == 3
+
+
+def test_copilot_at_both_scopes_in_a_trusted_folder_runs_once(
+    guarded: Path, isolated_home: Path
+) -> None:
+    install_both("copilot", guarded)
+    files = [
+        guarded / ".github" / "hooks" / "kodelet.json",
+        isolated_home / ".copilot" / "hooks" / "kodelet.json",
+    ]
+    call = {**pre_tool(guarded, "ls"), "transcript_path": None}
+    env = plain_env(guarded, COPILOT_PROJECT_DIR=str(guarded), COPILOT_ALLOW_ALL="true")
+    fire(guarded, files, call, env, "copilot", "-p", "go")
+    assert runs(guarded) == 1
+    status = kodelet("copilot", "status", cwd=guarded, env=env).stdout
+    assert "does the work: no, the project entry does (this one stands down)" in status
+    # Settings that switch hooks off by name may switch off the project's: both run.
+    settings = isolated_home / ".copilot" / "settings.json"
+    settings.write_text('// User settings.\n{"disabledHooks": ["kodelet"]}\n')
+    fire(guarded, files, call, env, "copilot", "-p", "go")
+    assert runs(guarded) == 3
+    settings.write_text('// User settings.\n{"model": "gpt-4.1"}\n')
+    fire(guarded, files, call, env, "copilot", "-p", "go")
+    assert runs(guarded) == 4
+    # Without that trust Copilot CLI may not load .github/hooks: both run.
+    env.pop("COPILOT_ALLOW_ALL")
+    fire(guarded, files, call, env, "copilot", "-p", "go")
+    assert runs(guarded) == 6
+    status = kodelet("copilot", "status", cwd=guarded, env=env).stdout
+    assert "it is sure when COPILOT_ALLOW_ALL=true" in status
+
+
+def opencode_call(project: Path, plugins: list[Path], env: dict[str, str]) -> list[str]:
+    """What each of kodelet's opencode plugins does for one tool call: its command through
+    ``/bin/sh -c`` in opencode's folder, with the call on stdin."""
+    from kodelet.cli.plugin_files import plugin_command
+
+    call = {
+        "hook_event_name": "tool.execute.before",
+        "session_id": "s",
+        "cwd": str(project),
+        "tool_name": "bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "t",
+    }
+    out = []
+    for plugin in plugins:
+        command = plugin_command(plugin.read_text())
+        assert command
+        done = subprocess.run(["/bin/sh", "-c", command, "opencode"], input=json.dumps(call),
+                              cwd=project, env=env, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        out.append(done.stdout)
+    return out
+
+
+def test_opencode_at_both_scopes_runs_once(guarded: Path, isolated_home: Path) -> None:
+    """opencode loads the plugins of every ``.opencode/`` from its folder up to the
+    repository root, and its user folder's."""
+    git_repo(guarded)
+    install_both("opencode", guarded)
+    plugins = [
+        guarded / ".opencode" / "plugin" / "kodelet.js",
+        isolated_home / ".config" / "opencode" / "plugin" / "kodelet.js",
+    ]
+    opencode_call(guarded, plugins, plain_env(guarded))
+    assert runs(guarded) == 1
+    status = kodelet("opencode", "status", cwd=guarded, env=plain_env(guarded)).stdout
+    assert "does the work: no, the project entry does (this one stands down)" in status
+    deep = guarded / "src"
+    deep.mkdir()
+    opencode_call(deep, plugins, plain_env(guarded))
+    assert runs(guarded) == 2
+    # Told to skip the project's config, opencode loads no project plugin: both run.
+    opencode_call(guarded, plugins, plain_env(guarded, OPENCODE_DISABLE_PROJECT_CONFIG="1"))
+    assert runs(guarded) == 4
+
+
+def test_an_opencode_plugin_the_checkout_changed_never_stands_the_user_down(
+    guarded: Path, isolated_home: Path
+) -> None:
+    """A cloned repository can ship ``.opencode/plugin/kodelet.js`` with kodelet's first
+    line and command but a body that lets everything through: only the plugin exactly
+    as kodelet writes it counts as doing the work."""
+    git_repo(guarded)
+    install_both("opencode", guarded)
+    project = guarded / ".opencode" / "plugin" / "kodelet.js"
+    project.write_text(project.read_text().replace('refuse("tool call", answer);', ""))
+    user = isolated_home / ".config" / "opencode" / "plugin" / "kodelet.js"
+    opencode_call(guarded, [user], plain_env(guarded))
+    assert runs(guarded) == 1

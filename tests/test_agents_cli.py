@@ -77,7 +77,7 @@ def test_user_scope_runs_the_lean_client_and_follows_codex_home(
     assert proc.returncode == 0, proc.stderr
     command = commands(json.loads((elsewhere / "hooks.json").read_text()))["PreToolUse"][0]
     assert command.startswith(f"{sys.executable} -I -S ")
-    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex")
+    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex --scope user")
     assert not (Path.home() / ".codex").exists()
     proc = kodelet("codex", "uninstall", "--scope", "user", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -22,7 +22,8 @@ name.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,12 +103,26 @@ class Dialect:
     """What ``kodelet NAME status`` says below the kodelet hooks it lists."""
     project_env: str = ""
     """The variable the agent sets for every hook to the folder whose project hook files
-    it read (``CLAUDE_PROJECT_DIR``); empty: not known, so no project entry is ever taken
-    as the one doing the work (:mod:`.installs`)."""
+    it read (``CLAUDE_PROJECT_DIR``, Copilot CLI's ``COPILOT_PROJECT_DIR``); empty: see
+    ``project_from_cwd``. With neither, no project entry is ever taken as the one doing
+    the work (:mod:`.installs`)."""
+    project_from_cwd: str = ""
+    """Where an agent that names no ``project_env`` reads project hook files, from the
+    hook input's ``cwd`` (the folder it runs in): ``"root"``, in the repository root
+    only (the nearest folder holding ``.git``: Codex's project root); ``"up"``, in every
+    folder from ``cwd`` up to the repository root (opencode's ``.opencode/``). Outside a
+    repository, or empty: not known."""
     project_trust_env: str = ""
-    """A variable that, set to ``true``, makes the agent load a project's hook files
-    without asking for trust (``GEMINI_CLI_TRUST_WORKSPACE``): when named, a project
-    entry counts as running only with it set."""
+    """A variable that, set to exactly ``true``, makes the agent load a project's hook
+    files without asking for trust (``GEMINI_CLI_TRUST_WORKSPACE``,
+    ``COPILOT_ALLOW_ALL``): when named, a project entry counts as running only with it
+    set."""
+    sure_when: str = ""
+    """What ``kodelet NAME status`` says must hold for kodelet to be sure the agent runs
+    its project entry (so that the user's entry stands down)."""
+    process_names: tuple[str, ...] = ()
+    """What the agent's own process is called on its command line (a word's last path
+    part), to find it among the processes above a hook; empty: ``binary``."""
     sources_flag: str = ""
     """The agent's command-line flag that can leave some scopes' files out (Claude Code's
     ``--setting-sources user,project,local``)."""
@@ -173,10 +188,75 @@ class Dialect:
             return Path(env[self.home_env]).resolve().joinpath(*inside)
         return Path(env.get("HOME") or Path.home()) / where[2:]
 
-    def project_dir(self, env: Mapping[str, str]) -> Path | None:
-        """The folder whose project hook files the agent read, from ``project_env``."""
-        where = env.get(self.project_env) if self.project_env else None
-        return Path(where) if where else None
+    @property
+    def knows_project(self) -> bool:
+        """The agent says, to each hook, which folder's project hook files it read: its
+        other entries name their scope and may stand down (:mod:`.installs`)."""
+        return bool(self.project_env or self.project_from_cwd)
+
+    def project_dirs(self, env: Mapping[str, str], data: Mapping[str, Any]) -> list[Path]:
+        """The folders whose project hook files the agent read for the call ``data`` it
+        ran with ``env``, nearest first: from ``project_env``, else from the input's
+        ``cwd`` (``project_from_cwd``); empty: not known."""
+        if self.project_env:
+            where = env.get(self.project_env)
+            return [Path(where)] if where and os.path.isabs(where) else []
+        cwd = data.get("cwd")
+        if not self.project_from_cwd or not isinstance(cwd, str) or not os.path.isabs(cwd):
+            return []
+        here = Path(os.path.normpath(cwd))
+        walked = [here, *here.parents]
+        root = next((i for i, d in enumerate(walked) if os.path.lexists(d / ".git")), None)
+        if root is None:
+            return []
+        return walked[root : root + 1] if self.project_from_cwd == "root" else walked[: root + 1]
+
+    def reads_project(
+        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+    ) -> bool:
+        """The agent, run with ``env`` from a command line whose words after its own name
+        are ``argv`` (None: its process was not found above the hook), surely reads the
+        project hook files in ``folder``: no setting, variable or flag of its own may leave
+        them out. This default knows of none."""
+        return True
+
+    def sure_commands(self, path: Path, event: str, env: Mapping[str, str]) -> list[str]:
+        """The commands of kodelet's entries in the agent's hook file ``path`` that the
+        agent runs for every call of its ``event``, and that block the call should they
+        fail to start where the agent can be told so (``on_failure_key``); an entry of
+        another kind (HTTP), a matcher for some calls only, or a file that cannot be read
+        gives none."""
+        from ..adapters.claude_settings import SettingsFileError, read_settings_file
+        from ..claude.installed import own_entries
+
+        try:
+            text, data = read_settings_file(path, self.what)
+        except SettingsFileError:
+            return []
+        if text is None or data.get("disableAllHooks") is True:
+            return []
+        blocking = self.claude_event(event) in (PRE_TOOL, PROMPT)
+        out = []
+        for own in own_entries(data, event):
+            if own.matcher not in (None, "", "*"):
+                continue  # fires for some calls of the event only
+            hook = own.hook
+            command = hook.get("command")
+            if hook.get("type", "command") != "command" or not isinstance(command, str):
+                continue  # an HTTP entry runs only while its warm kodelet does
+            if self.on_failure_key and blocking and hook.get("onFailure") != "block":
+                continue  # should it fail to start, the call would go through
+            if self.runs_entry(path, data, own, env):
+                out.append(command)
+        return out
+
+    def runs_entry(
+        self, path: Path, data: Mapping[str, Any], own: OwnEntry, env: Mapping[str, str]
+    ) -> bool:
+        """The agent, run with ``env``, runs kodelet's entry ``own`` of its hook file
+        ``path`` holding ``data`` (one it has not been told to skip); this default:
+        always."""
+        return True
 
     # --- names, both ways ---------------------------------------------------
 
@@ -361,6 +441,25 @@ def json_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def settings_json(path: Path, what: str) -> dict[str, Any] | None:
+    """An agent's JSON settings file at ``path`` (empty when absent), whole-line ``//``
+    comments allowed (as Copilot CLI writes them); None when it cannot be read as such."""
+    from .. import jsonio
+
+    try:
+        text = jsonio.read_file(path, what).decode("utf-8")
+    except FileNotFoundError:
+        return {}
+    except (jsonio.FileError, UnicodeDecodeError):
+        return None
+    kept = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    try:
+        data = json.loads(kept) if kept.strip() else {}
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -302,9 +302,8 @@ def answer(
         if options.scope is not None:
             from .installs import stands_down
 
-            event = raw_input.get("hook_event_name")
             where = os.environ if env is None else env
-            if stands_down(agent, options.scope, event, where, caller):
+            if stands_down(agent, options.scope, raw_input, where, caller):
                 return agent.speak(None, 0, raw_input)  # that entry answers this call
         data = agent.to_claude(raw_input)
         out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)

@@ -40,5 +40,9 @@ CLAUDE = Dialect(
     project_where_started=True,
     start_vars=("CLAUDE_PROJECT_DIR",),
     sources_flag="--setting-sources",
+    sure_when=(
+        "`kodelet` is on its PATH outside the project, the entry blocks on failure, and"
+        " no --setting-sources leaves the project out"
+    ),
     empty_prompt_typed=True,
 )

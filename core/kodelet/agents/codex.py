@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +80,92 @@ class CodexDialect(Dialect):
         """``<file>:<event>:<group>:<handler>``, the event in snake case."""
         return f"{path}:{_snake(own.event)}:{own.group}:{own.handler}"
 
+    def runs_entry(
+        self, path: Path, data: Mapping[str, Any], own: OwnEntry, env: Mapping[str, str]
+    ) -> bool:
+        """Codex runs the entry only while the user's ``config.toml`` holds its review
+        (:meth:`trust`) and does not switch it off (``enabled = false``)."""
+        config = _toml(self.user_path(self.trust_config, env))
+        hooks = config.get("hooks") if config else None
+        state = hooks.get("state") if isinstance(hooks, dict) else None
+        key = self.trust_key(path, own)
+        record = state.get(key) if isinstance(state, dict) else None
+        return (
+            isinstance(record, dict)
+            and record.get("trusted_hash") == self.trust(path, data).get(key)
+            and record.get("enabled", True) is not False
+        )
+
+    def reads_project(
+        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+    ) -> bool:
+        """Codex 0.169.0 reads the ``.codex/`` of the repository root ``folder`` (its
+        project root: the nearest folder holding ``.git``) only once the user's
+        ``config.toml`` says ``[projects."<folder>"] trust_level = "trusted"``. Its own
+        command line, found above the hook, must not change what it loads (a profile,
+        ``-c`` of ``projects``, ``project_root_markers``, ``hooks`` or ``features``,
+        ``--disable``, ``--ignore-user-config``, ``--worktree``, ``--remote``), nor may
+        the system's files (``/etc/codex``) say where projects are or that they are
+        trusted."""
+        if argv is None or any(_moves_project(word, nxt) for word, nxt in _pairs(argv)):
+            return False
+        if any(os.path.lexists(p) for p in _SYSTEM_CONFIG):
+            return False
+        config = _toml(self.user_path(self.trust_config, env))
+        if config is None or "project_root_markers" in config:
+            return False
+        projects = config.get("projects")
+        where = os.path.realpath(folder)
+        return isinstance(projects, dict) and any(
+            os.path.realpath(key) == where
+            and isinstance(value, dict)
+            and value.get("trust_level") == "trusted"
+            for key, value in projects.items()
+        )
+
+
+_SYSTEM_CONFIG = ("/etc/codex/config.toml", "/etc/codex/managed_config.toml")
+"""Codex's system and managed layers: either may move or distrust a project."""
+_DROPS = ("-p", "--profile", "--disable", "--ignore-user-config", "--worktree", "--remote")
+"""Flags of Codex's command line after which kodelet cannot tell which project files
+it reads."""
+_MOVED = ("projects", "project_root_markers", "hooks", "features")
+"""Keys of ``-c key=value`` that change which project hook files Codex runs."""
+
+
+def _pairs(argv: Sequence[str]) -> list[tuple[str, str | None]]:
+    words = list(argv)
+    if "--" in words:
+        words = words[: words.index("--")]
+    return [(w, words[i + 1] if i + 1 < len(words) else None) for i, w in enumerate(words)]
+
+
+def _moves_project(word: str, following: str | None) -> bool:
+    if word in _DROPS or any(word.startswith(f"{flag}=") for flag in _DROPS if flag[1] == "-"):
+        return True
+    if word in ("-c", "--config"):
+        value = following or ""
+    elif word.startswith("--config="):
+        value = word[len("--config=") :]
+    elif word.startswith("-c") and len(word) > 2 and not word.startswith("--"):
+        value = word[2:]
+    else:
+        return False
+    key = value.split("=", 1)[0].strip().split(".", 1)[0].strip("\"' ")
+    return key in _MOVED or not key
+
+
+def _toml(path: Path) -> dict[str, Any] | None:
+    """The TOML file at ``path`` (empty when absent); None when it cannot be read."""
+    from .. import jsonio
+
+    try:
+        return tomllib.loads(jsonio.read_file(path, "Codex config").decode("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (jsonio.FileError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
 
 def _snake(event: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
@@ -108,6 +196,13 @@ CODEX = CodexDialect(
     fails_open=True,
     rewrite_allows=True,
     home_env="CODEX_HOME",
+    project_from_cwd="root",
+    sure_when=(
+        'the folder is in a git repository whose root Codex trusts ([projects."<root>"]'
+        ' trust_level = "trusted" in config.toml), kodelet\'s entries there are reviewed'
+        " (`kodelet codex install`), `kodelet` is on its PATH, and no -c, --profile or"
+        " --disable changes what Codex loads"
+    ),
     trust_config="~/.codex/config.toml",
     # Its shell tool reaches hooks as Bash; apply_patch edits, and no tool writes a file.
     write_tool=None,

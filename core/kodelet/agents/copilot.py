@@ -14,12 +14,13 @@ hook, a crash or a missing command included, denies the call; a timeout lets it 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
-from .base import Answer, Dialect, Ran
+from .base import Answer, Dialect, Ran, settings_json
 
 _FILE = (("path", "file_path"),)
 
@@ -64,6 +65,17 @@ class CopilotDialect(Dialect):
             )
         return super().read({**doc, "hookSpecificOutput": specific})
 
+    def reads_project(
+        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+    ) -> bool:
+        """Copilot CLI 1.0.102 loads ``.github/hooks`` of ``folder`` (its repository root,
+        or the folder it starts in outside one: ``COPILOT_PROJECT_DIR``) in a trusted
+        folder (``project_trust_env``) unless the user's settings switch hooks off by
+        name (``disabledHooks`` of its ``settings.json``); a settings file it cannot parse
+        leaves kodelet unsure."""
+        settings = settings_json(self.user_path("~/.copilot/settings.json", env), self.what)
+        return settings is not None and not settings.get("disabledHooks")
+
 
 COPILOT = CopilotDialect(
     name="copilot",
@@ -105,6 +117,13 @@ COPILOT = CopilotDialect(
     },
     fails_open=False,
     home_env="COPILOT_HOME",
+    # Its repository root (or start folder), whose .github/hooks it read.
+    project_env="COPILOT_PROJECT_DIR",
+    project_trust_env="COPILOT_ALLOW_ALL",
+    sure_when=(
+        "COPILOT_ALLOW_ALL=true (Copilot CLI loads .github/hooks only in a trusted folder)"
+        " and `kodelet` is on its PATH"
+    ),
     # Copilot's transcript is its own event log, not the one kodelet reads for a stop.
     claude_transcript=False,
     exit_1_blocks=True,

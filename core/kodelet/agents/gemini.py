@@ -173,6 +173,7 @@ GEMINI = GeminiDialect(
     # Gemini CLI sets Claude Code's variable for its hooks too.
     project_env="CLAUDE_PROJECT_DIR",
     project_trust_env="GEMINI_CLI_TRUST_WORKSPACE",
+    sure_when="GEMINI_CLI_TRUST_WORKSPACE=true and `kodelet` is on its PATH",
     project_where_started=True,
     start_vars=("GEMINI_PROJECT_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR"),
     shell_tool="run_shell_command",

@@ -27,7 +27,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,82 +109,105 @@ def runs(
     dialect: Dialect, scope: str, path: Path, event: str, env: Mapping[str, str], project: Path
 ) -> bool:
     """The agent's file ``path`` (of ``scope``) holds a kodelet entry for ``event`` that
-    will run this kodelet for every call of it, and blocks the call should it fail."""
-    from ..adapters.claude_settings import SettingsFileError, read_settings_file
-    from ..claude.installed import own_entries
+    will run this kodelet for every call of it, and blocks the call should it fail
+    (:meth:`~kodelet.agents.base.Dialect.sure_commands`)."""
+    return any(
+        runs_this_kodelet(dialect, scope, command, env, project)
+        for command in dialect.sure_commands(path, event, env)
+    )
 
-    try:
-        text, data = read_settings_file(path, dialect.what)
-    except SettingsFileError:
-        return False
-    if text is None or data.get("disableAllHooks") is True:
-        return False
-    blocking = dialect.claude_event(event) in BLOCKING
-    for own in own_entries(data, event):
-        if own.matcher not in (None, "", "*"):
-            continue  # fires for some calls of the event only
-        hook = own.hook
-        command = hook.get("command")
-        if hook.get("type", "command") != "command" or not isinstance(command, str):
-            continue  # an HTTP entry runs only while its warm kodelet does
-        if dialect.on_failure_key and blocking and hook.get("onFailure") != "block":
-            continue  # should it fail to start, the call would go through
-        if runs_this_kodelet(dialect, scope, command, env, project):
-            return True
-    return False
+
+CommandLines = Callable[[], Sequence[Sequence[str]]]
+"""The command lines of the processes above a hook call, read when first needed."""
 
 
 def worker(
     dialect: Dialect,
     event: str,
     env: Mapping[str, str],
-    project: Path | None,
-    caller: int | None,
+    projects: Sequence[Path],
+    lines: CommandLines | None,
     scopes: Sequence[str] = ORDER,
 ) -> str | None:
     """The scope whose kodelet entry does the work for the agent's ``event``: the first
-    of ``scopes`` (in :data:`ORDER`) sure to run; None when none is. ``project`` is the
-    folder whose files the agent reads (None: not known, so only the user's file
-    counts); ``caller`` the process the agent started for the hook (None: not known)."""
+    of ``scopes`` (in :data:`ORDER`) sure to run; None when none is. ``projects`` are the
+    folders whose project files the agent read (:meth:`Dialect.project_dirs`; empty: not
+    known, so only the user's file counts), the outermost last; ``lines`` the command
+    lines above the hook (None: not known)."""
     for scope in scopes:
-        if scope not in dialect.config or (scope != "user" and project is None):
+        if scope not in dialect.config:
             continue
-        where = project or Path("/")
-        path = dialect.config_path(scope, where, env)
-        if runs(dialect, scope, path, event, env, where) and loads(dialect, scope, env, caller):
-            return scope
+        for where in [Path("/")] if scope == "user" else projects:
+            path = dialect.config_path(scope, where, env)
+            # A kodelet the checkout holds is no kodelet of the user's: the outermost
+            # folder bounds the checkout.
+            inside = projects[-1] if projects else where
+            if runs(dialect, scope, path, event, env, inside) and loads(
+                dialect, scope, where, env, lines
+            ):
+                return scope
     return None
 
 
-def loads(dialect: Dialect, scope: str, env: Mapping[str, str], caller: int | None) -> bool:
-    """The agent that started the process ``caller`` (None: not known) surely reads its
-    hook file of ``scope``: a project's only when trusted, any scope only when the
-    agent's ``sources_flag`` does not leave it out."""
-    trusted = env.get(dialect.project_trust_env, "").lower() == "true"
-    if scope != "user" and dialect.project_trust_env and not trusted:
-        return False
+def loads(
+    dialect: Dialect,
+    scope: str,
+    folder: Path,
+    env: Mapping[str, str],
+    lines: CommandLines | None,
+) -> bool:
+    """The agent that started the hook (whose command lines above it are ``lines``; None:
+    not known) surely reads its hook file of ``scope`` (a project's in ``folder``): a
+    project's only when trusted and not left out by a setting or flag of the agent's
+    (:meth:`Dialect.reads_project`), any scope only when the agent's ``sources_flag``
+    does not leave it out."""
+    if scope != "user":
+        if dialect.project_trust_env and env.get(dialect.project_trust_env) != "true":
+            return False
+        argv = None if lines is None else agent_argv(dialect, lines())
+        if not dialect.reads_project(folder, env, argv):
+            return False
     if not dialect.sources_flag:
         return True
-    if caller is None:
+    if lines is None:
         return False
-    for args in ancestors_args(caller):
-        value = flag_value(args, dialect.sources_flag)
+    for args in lines():
+        value = flag_value(list(args), dialect.sources_flag)
         if value is not None:
             return scope in value.split(",")
     return True
 
 
+def agent_argv(dialect: Dialect, lines: Sequence[Sequence[str]]) -> list[str] | None:
+    """The words after the agent's own name on the nearest command line above the hook
+    that holds it (``codex exec -c ...``); None when none does."""
+    names = dialect.process_names or (dialect.binary,)
+    for args in lines:
+        for i, word in enumerate(args):
+            # kodelet's own command line names the agent too: ``--agent codex``.
+            if os.path.basename(word) in names and (i == 0 or args[i - 1] != "--agent"):
+                return list(args[i + 1 :])
+    return None
+
+
 def stands_down(
-    dialect: Dialect, scope: str, event: Any, env: Mapping[str, str], caller: int | None
+    dialect: Dialect,
+    scope: str,
+    data: Mapping[str, Any],
+    env: Mapping[str, str],
+    caller: int | None,
 ) -> str | None:
     """The scope that does the work instead of this entry of ``scope`` (the one the
-    command names), or None when this entry is to run."""
+    command names) for the agent's hook input ``data``, or None when this entry is to
+    run."""
+    event = data.get("hook_event_name")
     if scope not in ORDER or not isinstance(event, str):
         return None
     # Only an earlier scope can take the work: this entry's own file, and the agent's
     # process tree it would be checked against, are not read on this hot path.
     earlier = ORDER[: ORDER.index(scope)]
-    return worker(dialect, event, env, dialect.project_dir(env), caller, earlier)
+    lines = None if caller is None else functools.cache(lambda: list(ancestors_args(caller)))
+    return worker(dialect, event, env, dialect.project_dirs(env, data), lines, earlier)
 
 
 def ancestors_args(pid: int, depth: int = 12) -> Iterator[list[str]]:

@@ -16,7 +16,8 @@ that answer, the tool call or prompt is refused with the reason.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -27,6 +28,7 @@ MARKER = "// kodelet-managed plugin"
 """The first line of the generated file: what ``kodelet opencode uninstall`` removes."""
 TIMEOUT = 120.0
 """Seconds the plugin waits for kodelet."""
+_COMMAND = "const COMMAND = "
 
 
 @attrs.frozen(eq=False)
@@ -41,6 +43,34 @@ class OpencodeDialect(Dialect):
 
     def plugin_source(self, command: str) -> str:
         return plugin_source(command)
+
+    def sure_commands(self, path: Path, event: str, env: Mapping[str, str]) -> list[str]:
+        """The command of the plugin at ``path`` when it is exactly the one kodelet
+        writes (which refuses a call when that command fails) and handles ``event``."""
+        from .. import jsonio
+
+        try:
+            text = jsonio.read_file(path, "opencode plugin").decode("utf-8")
+        except (OSError, jsonio.FileError, UnicodeDecodeError):
+            return []
+        for line in text.splitlines():
+            if line.startswith(_COMMAND):
+                try:
+                    command = json.loads(line[len(_COMMAND) :].rstrip(";"))
+                except ValueError:
+                    return []
+                sure = isinstance(command, str) and text == self.plugin_source(command)
+                return [command] if sure and event in self.events else []
+        return []
+
+    def reads_project(
+        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+    ) -> bool:
+        """opencode 1.18.33 loads the plugins of every ``.opencode/`` from its folder up
+        to the repository root, unless told to skip the project's config
+        (``OPENCODE_DISABLE_PROJECT_CONFIG``) or every plugin (``--pure``, which sets
+        ``OPENCODE_PURE``)."""
+        return not any(env.get(v) for v in ("OPENCODE_DISABLE_PROJECT_CONFIG", "OPENCODE_PURE"))
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -120,6 +150,11 @@ OPENCODE = OpencodeDialect(
     fails_open=False,
     claude_transcript=False,
     exit_1_blocks=True,
+    project_from_cwd="up",
+    sure_when=(
+        "the folder is in a git repository, OPENCODE_DISABLE_PROJECT_CONFIG is not set and"
+        " `kodelet` is on its PATH"
+    ),
     shell_tool="bash",
     write_tool="write",
     hook_input={},

@@ -13,7 +13,13 @@ out lets the call through: Qwen Code offers no setting to fail closed.
 
 from __future__ import annotations
 
-from .base import Dialect
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from .base import Dialect, settings_json
 
 _EVENTS = (
     "PreToolUse",
@@ -54,7 +60,45 @@ _CLAUDE = {
     "PermissionRequest",
 }
 
-QWEN = Dialect(
+
+@attrs.frozen(eq=False)
+class QwenDialect(Dialect):
+    """What makes Qwen Code skip a project's ``.qwen/settings.json``."""
+
+    def reads_project(
+        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+    ) -> bool:
+        """Qwen Code 0.24.4 reads ``.qwen/settings.json`` of the folder it starts in (the
+        ``cwd`` it tells hooks as ``QWEN_PROJECT_DIR``), except: in the home folder
+        (that file is the user's); with ``--worktree`` (it moves to another folder);
+        when folder trust is on in the user's or the system's settings (then only a
+        trusted folder's is read); when those settings disable hooks by name. A
+        settings file it cannot parse (comments other than whole ``//`` lines) leaves
+        kodelet unsure too."""
+        if argv is None or any(w == "--worktree" or w.startswith("--worktree=") for w in argv):
+            return False
+        home = env.get("HOME") or str(Path.home())
+        if os.path.realpath(folder) == os.path.realpath(home):
+            return False
+        system = env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH") or "/etc/qwen-code/settings.json"
+        defaults = env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH") or os.path.join(
+            os.path.dirname(system), "system-defaults.json"
+        )
+        for path in (self.user_path(self.config["user"], env), Path(system), Path(defaults)):
+            settings = settings_json(path, self.what)
+            if settings is None:
+                return False
+            security = settings.get("security")
+            trust = security.get("folderTrust") if isinstance(security, dict) else None
+            if isinstance(trust, dict) and trust.get("enabled") not in (None, False):
+                return False
+            hooks = settings.get("hooks")
+            if isinstance(hooks, dict) and hooks.get("disabled"):
+                return False
+        return True
+
+
+QWEN = QwenDialect(
     name="qwen",
     title="Qwen Code",
     binary="qwen",
@@ -77,6 +121,13 @@ QWEN = Dialect(
     fails_open=True,
     rewrites=False,
     settings_keys=("enabled", "disabled", "notifications"),
+    home_env="QWEN_HOME",
+    # The folder it starts in, whose .qwen/settings.json it read.
+    project_env="QWEN_PROJECT_DIR",
+    sure_when=(
+        "folder trust is off in the user's and system settings and `kodelet` is on its PATH"
+    ),
+    process_names=("qwen", "cli.js", "cli-entry.js"),
     start_vars=("QWEN_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
     shell_tool="run_shell_command",
     write_tool="write_file",

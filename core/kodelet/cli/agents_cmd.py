@@ -54,7 +54,7 @@ def hook_command(dialect: Dialect, scope: str) -> str:
     agent = () if dialect is DEFAULT else ("--agent", dialect.name)
     if scope == "project":
         return " ".join((PROJECT_COMMAND, *agent))
-    named = ("--scope", scope) if dialect.project_env else ()
+    named = ("--scope", scope) if dialect.knows_project else ()
     return lean_command("claude", "hook", *agent, *named)
 
 
@@ -255,9 +255,14 @@ def who_works(dialect: Dialect, scopes: list[dict[str, Any]], cwd: Path) -> None
         s["works"], s["work"] = (True if s["events"] else None), None
     if len(installed) < 2:
         return
-    project = cwd if dialect.project_env else None
+    # The agent as started here, plainly (no flag that leaves a scope out).
+    env = dict(os.environ)
+    if dialect.project_env:
+        env[dialect.project_env] = str(cwd)
+    projects = dialect.project_dirs(env, {"cwd": str(cwd)})
     event = dialect.agent_event("PreToolUse")
-    found = worker(dialect, event, os.environ, project, os.getpid())
+    plain = [[(dialect.process_names or (dialect.binary,))[0]]]
+    found = worker(dialect, event, env, projects, lambda: plain)
     for s in installed:
         named = {declared_scope(c) for c in s["commands"]}
         own = named.pop() if len(named) == 1 else None
@@ -267,7 +272,11 @@ def who_works(dialect: Dialect, scopes: list[dict[str, Any]], cwd: Path) -> None
             s["works"] = False
             s["work"] = f"no, the {found} entry does (this one stands down)"
         elif found is not None and ORDER.index(found) > ORDER.index(s["scope"]):
-            s["work"] = f"no, kodelet cannot be sure it runs here, so the {found} entry does"
+            when = f"; it is sure when {dialect.sure_when}" if dialect.sure_when else ""
+            s["work"] = (
+                f"no, kodelet cannot be sure it runs here, so the {found} entry does (where"
+                f" {dialect.title} runs this one after all, each hook runs twice{when})"
+            )
         elif found is not None:
             again = f"`kodelet {dialect.name} install --scope {s['scope']}`"
             s["work"] = (
@@ -275,9 +284,11 @@ def who_works(dialect: Dialect, scopes: list[dict[str, Any]], cwd: Path) -> None
                 f" names no scope; {again} again writes one that stands down)"
             )
         else:
+            first = installed[0]["scope"]
+            when = f" (it is sure when {dialect.sure_when})" if dialect.sure_when else ""
             s["work"] = (
-                "yes (kodelet cannot tell that the agent runs the other entries, so each"
-                " runs its hooks)"
+                f"yes, and so does every other entry: each hook runs twice per event, since"
+                f" kodelet cannot be sure {dialect.title} runs the {first} entry here{when}"
             )
 
 
