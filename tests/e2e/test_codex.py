@@ -111,7 +111,7 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Agent) -> None:
     codex.kodelet("codex", "install", "--scope", "user")
     hooks = json.loads((codex.home / ".codex" / "hooks.json").read_text())
     command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex")
+    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex --scope user")
     run = codex.run(shell("touch pwned # danger"), on_path=False)
     assert not (codex.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
@@ -198,3 +198,15 @@ def test_uninstall_leaves_codexs_hooks_as_they_were(codex: Agent) -> None:
     assert run.returncode == 0, run.stderr
     assert (codex.project / "pwned").exists()  # no guard any more
     assert marker.exists()
+
+
+def test_installed_at_project_and_user_scope_each_hook_runs_once(codex: Agent) -> None:
+    """Codex runs kodelet's entry of the project's ``.codex/hooks.json`` (a trusted
+    project) and that of ``~/.codex/hooks.json`` for every call; the user's stands down,
+    so each hook runs once."""
+    codex.kodelet("codex", "install", "--scope", "user")
+    run = codex.run(shell("echo once > once.txt"))
+    assert run.returncode == 0, run.stderr
+    assert (codex.project / "once.txt").exists(), run.stderr
+    calls = [p for p in seen(codex.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]

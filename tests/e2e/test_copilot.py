@@ -94,7 +94,7 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(copilot: Agent) -> None:
     copilot.kodelet("copilot", "install", "--scope", "user")
     hooks = json.loads((copilot.home / ".copilot" / "hooks" / "kodelet.json").read_text())
     command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command.endswith("/kodelet/warm/hook.py claude hook --agent copilot")
+    assert command.endswith("/kodelet/warm/hook.py claude hook --agent copilot --scope user")
     run = copilot.run(shell("touch pwned # danger"), on_path=False)
     assert not (copilot.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
@@ -116,3 +116,15 @@ def test_uninstall_leaves_copilots_hooks_as_they_were(copilot: Agent) -> None:
     assert run.returncode == 0, run.stderr
     assert (copilot.project / "pwned").exists()  # no guard any more
     assert marker.exists()  # the user's own hook still runs
+
+
+def test_installed_at_project_and_user_scope_each_hook_runs_once(copilot: Agent) -> None:
+    """Copilot CLI runs kodelet's entry of ``.github/hooks`` (a trusted folder) and
+    that of ``~/.copilot/hooks`` for every call; the user's stands down, so each hook
+    runs once."""
+    copilot.kodelet("copilot", "install", "--scope", "user")
+    run = copilot.run(shell("echo once > once.txt"))
+    assert run.returncode == 0, run.stderr
+    assert (copilot.project / "once.txt").exists(), run.stderr
+    calls = [p for p in seen(copilot.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]

@@ -160,7 +160,7 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(opencode: Agent) -> None:
     opencode.kodelet("opencode", "uninstall")
     opencode.kodelet("opencode", "install", "--scope", "user")
     plugin = opencode.home / ".config" / "opencode" / "plugin" / "kodelet.js"
-    assert "/kodelet/warm/hook.py claude hook --agent opencode" in plugin.read_text()
+    assert "/kodelet/warm/hook.py claude hook --agent opencode --scope user" in plugin.read_text()
     run = opencode.run(shell("touch pwned # danger"), on_path=False)
     assert not (opencode.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
@@ -186,3 +186,16 @@ def test_uninstall_leaves_opencodes_plugins_as_they_were(opencode: Agent) -> Non
     assert run.returncode == 0, run.stderr
     assert (opencode.project / "pwned").exists()  # no guard any more
     assert marker.exists()  # the user's own plugin still runs
+
+
+def test_installed_at_project_and_user_scope_each_hook_runs_once(opencode: Agent) -> None:
+    """opencode loads kodelet's plugin of ``.opencode/plugin`` and that of
+    ``~/.config/opencode/plugin``; the user's stands down, so each hook runs once."""
+    opencode.kodelet("opencode", "install", "--scope", "user")
+    run = opencode.run(
+        [[tool("bash", command="echo once > once.txt", description="once")], [text("done")]]
+    )
+    assert run.returncode == 0, run.stderr
+    assert (opencode.project / "once.txt").exists(), run.stderr
+    calls = [p for p in seen(opencode.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]

@@ -115,3 +115,15 @@ def test_uninstall_leaves_qwens_settings_as_they_were(qwen: Agent) -> None:
     assert run.returncode == 0, run.stderr
     assert (qwen.project / "pwned").exists()  # no guard any more
     assert marker.exists()  # the user's own hook still runs
+
+
+def test_installed_at_project_and_user_scope_each_hook_runs_once(qwen: Agent) -> None:
+    """Qwen Code runs kodelet's entry of ``.qwen/settings.json`` and that of
+    ``~/.qwen/settings.json`` for every call; the user's stands down, so each hook runs
+    once."""
+    qwen.kodelet("qwen", "install", "--scope", "user")
+    run = qwen.run(shell("echo once > once.txt"))
+    assert run.returncode == 0, run.stderr
+    assert (qwen.project / "once.txt").exists(), run.stderr
+    calls = [p for p in seen(qwen.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
