@@ -4,11 +4,13 @@ install keeps the secret where only its user can read it."""
 from __future__ import annotations
 
 import http.client
+import http.server
 import json
 import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +105,7 @@ def test_install_keeps_the_secret_private(installed: tuple[Path, warm_http.Recor
         "headers": {"Authorization": record.header()},
         "onFailure": "block",
     }
-    assert hooks["SessionStart"][0]["hooks"][0]["command"].endswith("claude ensure")
+    assert hooks["SessionStart"][0]["hooks"][0]["command"].endswith("claude ensure --scope local")
     assert all(is_own(h) for groups in hooks.values() for g in groups for h in g["hooks"])
     again = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
     assert again.returncode == 0
@@ -208,8 +210,20 @@ def test_an_install_takes_effect_for_a_warm_kodelet_already_running(project: Pat
     record = warm_http.load(Places.resolve(project, None, warm_env()))
     assert record is not None
     ensure = settings(project)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    started = subprocess.run(
-        ["/bin/sh", "-c", ensure],
+    started = session_start(ensure, project, env)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert control.start(project, env)["pid"] == before["pid"]  # the same warm kodelet
+    status, out = post(record, json.dumps(pre_tool(project)).encode(), record.header())
+    assert status == 200
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"] == "no rm"
+
+
+def session_start(
+    command: str, project: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """The SessionStart entry (``claude ensure``), run as Claude Code runs it."""
+    return subprocess.run(
+        ["/bin/sh", "-c", command],
         input=json.dumps({"hook_event_name": "SessionStart", "cwd": str(project)}),
         capture_output=True,
         text=True,
@@ -217,8 +231,64 @@ def test_an_install_takes_effect_for_a_warm_kodelet_already_running(project: Pat
         env=env,
         timeout=120,
     )
-    assert started.returncode == 0, started.stdout + started.stderr
-    assert control.start(project, env)["pid"] == before["pid"]  # the same warm kodelet
-    status, out = post(record, json.dumps(pre_tool(project)).encode(), record.header())
-    assert status == 200
-    assert json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"] == "no rm"
+
+
+def user_install(tmp_path: Path) -> tuple[list[Path], warm_http.Record, str]:
+    """Two projects, each with a guard of its own; HTTP installed at user scope from the
+    first. (projects, the user's record, the SessionStart command)."""
+    projects = []
+    for name in ("alpha", "beta"):
+        project = tmp_path / name
+        (project / ".git").mkdir(parents=True)
+        write_guard(project, f"guard of {name}")
+        projects.append(project)
+    done = kodelet(projects[0], "claude", "install", "--scope", "user", "--transport", "http")
+    assert done.returncode == 0, done.stderr
+    user = json.loads((Path(os.environ["HOME"]) / ".claude" / "settings.json").read_text())
+    record = warm_http.load(Places.resolve(projects[1], None, warm_env()), "user")
+    assert record is not None
+    assert user["hooks"]["PreToolUse"][0]["hooks"][0]["url"] == record.url
+    return projects, record, user["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+
+
+def test_the_user_scope_serves_every_project_with_its_own_guards(tmp_path: Path) -> None:
+    """``--scope user --transport http`` stopped every session outside the project it
+    was installed from: the SessionStart entry found no record there."""
+    projects, record, ensure = user_install(tmp_path)
+    for session, project in enumerate(projects):
+        env = warm_env(CLAUDE_PROJECT_DIR=str(project))
+        started = session_start(ensure, project, env)
+        assert started.returncode == 0, started.stdout + started.stderr
+        mark = f"guard of {project.name}"
+        assert reason(record, project, project, f"s{session}") == mark
+    # Each project's own warm kodelet is up; one of them holds the user's port.
+    held = [control.start(p, warm_env(CLAUDE_PROJECT_DIR=str(p)))["http_user"] for p in projects]
+    assert held == [record.url, record.url]
+
+
+def test_a_stranger_on_the_users_port_stops_the_session(tmp_path: Path) -> None:
+    """Whoever holds the port must prove it knows the secret: a listener that answers
+    everything (another user's, say) is not taken for one of this user's warm kodelets."""
+    projects, record, ensure = user_install(tmp_path)
+
+    class Anything(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"proof": "0000"}')
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    stranger = http.server.HTTPServer(("127.0.0.1", record.port), Anything)
+    thread = threading.Thread(target=stranger.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = warm_env(CLAUDE_PROJECT_DIR=str(projects[1]))
+        started = session_start(ensure, projects[1], env)
+        assert started.returncode == 2
+        assert json.loads(started.stdout)["continue"] is False
+        assert f"port {record.port} unavailable" in started.stderr
+    finally:
+        stranger.shutdown()
+        stranger.server_close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -128,3 +129,24 @@ def test_an_unreachable_warm_kodelet_blocks(
     run = session(claude_bin, guarded, isolated_home, venv_bin, 1)
     assert not list(guarded.glob("marker-*"))
     assert run.tool_results() == [] or run.tool_results()[0].get("is_error")
+
+
+def test_the_http_transport_at_user_scope_guards_every_project(
+    claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path, tmp_path: Path
+) -> None:
+    """Installed at user scope from one project, the HTTP transport stopped every session
+    in every other project (no model call at all)."""
+    other = tmp_path / "other"
+    write_hook(other / ".kodelet" / "hooks", "danger", DANGER_HOOK)
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    kodelet(venv_bin, "claude", "install", "--scope", "user", "--transport", "http", cwd=guarded)
+    user = json.loads((isolated_home / ".claude" / "settings.json").read_text())["hooks"]
+    url = user["PreToolUse"][0]["hooks"][0]["url"]
+    for project in (guarded, other):
+        run = session(claude_bin, project, isolated_home, venv_bin, 2)
+        assert run.returncode == 0, run.stderr
+        assert not list(project.glob("marker-*"))
+        assert "no danger here" in run.tool_result_text(1)
+    warm = {i["project"]: i for i in control.running()}
+    assert warm[str(guarded)]["http_user"] == warm[str(other)]["http_user"] == url
+    assert warm[str(guarded)]["calls"] + warm[str(other)]["calls"] >= 8

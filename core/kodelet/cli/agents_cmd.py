@@ -72,7 +72,7 @@ def entries(
     failure = on_failure if dialect.on_failure_key else "allow"
     ours = [(e, own_hook(e, command, on_failure=failure, http=http)) for e in dialect.hook_events()]
     if http is not None:
-        ensure = command.rsplit(" hook", 1)[0] + " ensure"
+        ensure = command.replace(" claude hook", " claude ensure", 1)
         ours.insert(0, ("SessionStart", {"type": "command", "command": ensure}))
     return ours
 

@@ -27,8 +27,9 @@ class Transport(StrEnum):
 
 
 def _http_entry(ctx: typer.Context, scope: str, dry_run: bool) -> Http:
-    """(url, authorization) of the project's warm kodelet over HTTP; port and secret
-    chosen once and kept where only this user can read them."""
+    """(url, authorization) of the warm kodelet over HTTP; port and secret chosen once
+    and kept where only this user can read them: the project's for the local scope,
+    the user's for the user scope (answered for every project)."""
     if scope == "project":
         fail(
             "--transport http writes a secret: use --scope local or --scope user "
@@ -38,11 +39,10 @@ def _http_entry(ctx: typer.Context, scope: str, dry_run: bool) -> Http:
     from ..warm import http
 
     places = Places.resolve(find_project(state(ctx).cwd))
-    record = http.load(places)
+    record = http.load(places, scope)
     if record is None and dry_run:
         return "http://127.0.0.1:<port>" + http.PATH, "Bearer <secret>"
-    if record is None or record.project != str(places.cwd):
-        record = http.ensure_record(places)
+    record = record or http.ensure_record(places, scope)
     return record.url, record.header()
 
 

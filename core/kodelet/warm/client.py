@@ -68,11 +68,12 @@ def note(text: str) -> None:
     os.write(2, f"kodelet: warm: {text}\n".encode("utf-8", "replace"))
 
 
-def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
-    """``claude ensure``, the SessionStart entry of the HTTP transport: start the
-    project's warm kodelet if none runs and check it holds its HTTP port. If it cannot
-    (another process holds the port, which could answer "go ahead" to every call), the
-    session is stopped with the reason instead of running unguarded."""
+def ensure(env: Mapping[str, str], wait: float = 20.0, scope: str = "local") -> int:
+    """``claude ensure [--scope S]``, the SessionStart entry of the HTTP transport: start
+    the project's warm kodelet if none runs and check that the port of the entries of
+    ``scope`` is answered by it (the user scope's: by a warm kodelet of this user). If it
+    is not (another process holds the port, which could answer "go ahead" to every
+    call), the session is stopped with the reason instead of running unguarded."""
     import json
 
     raw = sys.stdin.buffer.read(protocol.INPUT_CAP + 1)
@@ -80,7 +81,8 @@ def ensure(env: Mapping[str, str], wait: float = 20.0) -> int:
     where: protocol.Where | None = None
     try:
         where = protocol.Where(project, env)
-        http = json.loads(protocol.wait_started(where, env, wait)).get("http")
+        key = "http_user" if scope == "user" else "http"
+        http = json.loads(protocol.wait_started(where, env, wait)).get(key)
         problem = "" if http and http.startswith("http://") else (http or NO_HTTP)
     except protocol.Unavailable as exc:
         problem = str(exc)
@@ -146,7 +148,8 @@ def stop_host() -> None:
 def main(argv: list[str]) -> int:
     """``client.py claude hook [options]``: one hook input on stdin, the answer on stdout."""
     if argv[:2] == ["claude", "ensure"]:
-        return ensure(os.environ)
+        scope = argv[argv.index("--scope") + 1] if "--scope" in argv[2:-1] else "local"
+        return ensure(os.environ, scope=scope)
     args = argv[2:] if argv[:2] == ["claude", "hook"] else argv
     if any(a in ("-h", "--help") for a in args):
         return answer_here(args, b"")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import secrets
@@ -36,11 +37,16 @@ from .. import jsonio
 from ..places import Places
 from .protocol import INPUT_CAP
 
-__all__ = ["PATH", "Limits", "Record", "bind", "record_path"]
+__all__ = ["PATH", "Limits", "Record", "bind", "held_by_kodelet", "record_path"]
 
 PATH = "/kodelet/claude/hook"
 """The URL path of kodelet's entries: how ``claude status`` and uninstall know them."""
+PROOF = "/kodelet/claude/proof"
+"""Where a listener proves it knows the record's secret, without being sent it."""
 HOST = "127.0.0.1"
+EVERY_PROJECT = "*"
+"""A user-scope record's project: its port serves every project of the user, each
+call answered by the guards of the project its cwd is in."""
 
 
 @attrs.frozen
@@ -59,17 +65,25 @@ class Record:
         return f"Bearer {self.secret}"
 
 
-def record_path(places: Places) -> Path:
-    """One record per project under the kodelet home. Not the warm kodelet's key: that
-    changes with every kodelet upgrade, and the port and secret in the settings file
-    must not."""
+def record_path(places: Places, scope: str = "local") -> Path:
+    """One record per project under the kodelet home, and one for the user scope. Not
+    the warm kodelet's key: that changes with every kodelet upgrade, and the port and
+    secret in the settings file must not."""
+    base = places.global_root / "warm" / "http"
+    if scope == "user":
+        return base / "user.json"
     name = hashlib.sha256(os.fsencode(places.cwd)).hexdigest()[:24]
-    return places.global_root / "warm" / "http" / f"{name}.json"
+    return base / f"{name}.json"
 
 
-def load(places: Places) -> Record | None:
-    """The project's record, or None; one another user could have written is ignored."""
-    path = record_path(places)
+def _owner(places: Places, scope: str) -> str:
+    return EVERY_PROJECT if scope == "user" else str(places.cwd)
+
+
+def load(places: Places, scope: str = "local") -> Record | None:
+    """The record of ``scope`` (a local one: the project's), or None; one another user
+    could have written, or one of another project, is ignored."""
+    path = record_path(places, scope)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -80,9 +94,10 @@ def load(places: Places) -> Record | None:
             return None
         try:
             data = json.load(f)
-            return Record(str(data["project"]), int(data["port"]), str(data["secret"]))
+            found = Record(str(data["project"]), int(data["port"]), str(data["secret"]))
         except (ValueError, KeyError, TypeError):
             return None
+    return found if found.project == _owner(places, scope) else None
 
 
 def free_port() -> int:
@@ -91,13 +106,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_record(places: Places) -> Record:
-    """The project's record, made (port and secret chosen) if it has none."""
-    found = load(places)
-    if found is not None and found.project == str(places.cwd):
+def ensure_record(places: Places, scope: str = "local") -> Record:
+    """The record of ``scope``, made (port and secret chosen) if there is none."""
+    found = load(places, scope)
+    if found is not None:
         return found
-    record = Record(str(places.cwd), free_port(), secrets.token_urlsafe(32))
-    path = record_path(places)
+    record = Record(_owner(places, scope), free_port(), secrets.token_urlsafe(32))
+    path = record_path(places, scope)
     for directory in (path.parent.parent, path.parent):
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         directory.chmod(0o700)
@@ -155,6 +170,15 @@ class _Handler(BaseHTTPRequestHandler):
         host = self.headers.get("Host", "")
         return host in (f"{HOST}:{port}", f"localhost:{port}") and "Origin" not in self.headers
 
+    def do_GET(self) -> None:
+        """The proof: HMAC(secret, nonce), so that a warm kodelet can tell one of its
+        own holds the port from a stranger who took it."""
+        nonce = self.path[len(PROOF) + 3 :] if self.path.startswith(PROOF + "?n=") else ""
+        if not self._from_the_agent() or not (16 <= len(nonce) <= 128 and nonce.isalnum()):
+            self._send(403, b'{"error": "not kodelet\'s caller"}')
+            return
+        self._send(200, json.dumps({"proof": _proof(self.server.token, nonce)}).encode())
+
     def do_POST(self) -> None:
         if not self._from_the_agent():
             self._send(403, b'{"error": "not a loopback request from a program"}')
@@ -205,6 +229,26 @@ class _Server(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+
+def _proof(token: str, nonce: str) -> str:
+    return hmac.new(token.encode(), nonce.encode(), hashlib.sha256).hexdigest()
+
+
+def held_by_kodelet(record: Record, timeout: float = 5.0) -> bool:
+    """Whether what listens on the record's port knows its secret: a warm kodelet of
+    this user (of another project, for the user scope's port), not a stranger."""
+    nonce = secrets.token_hex(16)
+    conn = http.client.HTTPConnection(HOST, record.port, timeout=timeout)
+    try:
+        conn.request("GET", f"{PROOF}?n={nonce}")
+        response = conn.getresponse()
+        got = json.loads(response.read(4096)).get("proof") if response.status == 200 else None
+    except (OSError, ValueError, AttributeError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+    return isinstance(got, str) and hmac.compare_digest(got, _proof(record.header(), nonce))
 
 
 def bind(

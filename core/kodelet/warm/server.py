@@ -95,8 +95,10 @@ class Server:
         self._sessions: dict[str, str] = {}
         self._stop = threading.Event()
         self._own_code = os.stat(protocol.__file__).st_mtime_ns
-        self.http_state: str | None = None
-        self._httpd: Any = None
+        self.http_states: dict[str, str] = {}
+        """Per record scope (local, user): its URL once answered, else why not."""
+        self._httpds: dict[str, Any] = {}
+        self._http_open = True
         self._http_lock = threading.Lock()
         from ..places import Places
 
@@ -378,7 +380,8 @@ class Server:
             "socket": str(self.socket_path),
             "log": str(self.directory / f"{self.name}.log"),
             "version": protocol.VERSION,
-            "http": self.http_state,
+            "http": self.http_states.get("local"),
+            "http_user": self.http_states.get("user"),
         }
 
     # -- life -----------------------------------------------------------------------
@@ -419,30 +422,35 @@ class Server:
         return sock
 
     def _serve_http(self) -> None:
-        """Listen over HTTP if the project has a record and nothing listens yet:
-        ``install --transport http`` may come while this warm kodelet runs, and its
-        SessionStart entry asks for the status before any call comes over HTTP."""
+        """Listen over HTTP on each port a record gives and nothing of ours listens on
+        yet: ``install --transport http`` may come while this warm kodelet runs, and
+        its SessionStart entry asks for the status before any call comes over HTTP."""
         with self._http_lock:
-            if self._httpd is None:
-                self._httpd = self._bind_http()
+            for scope in ("local", "user") if self._http_open else ():
+                if scope not in self._httpds:
+                    self._bind_http(scope)
 
-    def _bind_http(self) -> Any:
-        """The loopback HTTP listener, when ``install --transport http`` chose a port."""
+    def _bind_http(self, scope: str) -> None:
+        """The loopback HTTP listener of ``scope``'s record (local: this project's; user:
+        every project's, answered per call's cwd), if ``install`` made one."""
         from . import http
 
-        record = http.load(self.places)
-        if record is None or record.project != str(self.project):
-            return None
+        record = http.load(self.places, scope)
+        if record is None:
+            return
         try:
-            httpd, _ = http.bind(record, self.answer_http)
+            self._httpds[scope], _ = http.bind(record, self.answer_http)
         except OSError as exc:
-            self.http_state = f"port {record.port} unavailable: {exc.strerror}"
-            log.error("HTTP transport: %s", self.http_state)
-            return None
-        self.http_state = record.url
+            # The user's port is held by the first of the user's warm kodelets to start.
+            held = scope == "user" and http.held_by_kodelet(record)
+            state = record.url if held else f"port {record.port} unavailable: {exc.strerror}"
+            if not held:
+                log.error("HTTP transport: %s", state)
+            self.http_states[scope] = state
+            return
+        self.http_states[scope] = record.url
         self.idle = float("inf")  # Claude Code cannot fall back: HTTP must stay answered
         log.info("HTTP transport on %s", record.url)
-        return httpd
 
     def serve(self) -> int:
         protocol.private_dir(str(self.directory), create=True)
@@ -476,8 +484,9 @@ class Server:
             log.info("exiting: %s", why)
         finally:
             with self._http_lock:
-                httpd, self._httpd = self._httpd, None
-            if httpd is not None:
+                listeners, self._httpds = list(self._httpds.values()), {}
+                self._http_open = False
+            for httpd in listeners:
                 httpd.shutdown()
                 httpd.server_close()
             if sock is not None:
