@@ -210,3 +210,18 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(codex: Agent) -
     assert (codex.project / "once.txt").exists(), run.stderr
     calls = [p for p in seen(codex.project) if p.get("tool_name") == "bash"]
     assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+
+
+def test_in_a_project_codex_does_not_trust_the_user_entry_still_guards(codex: Agent) -> None:
+    """Codex skips ``.codex/`` of a project the user has not trusted: kodelet cannot be
+    sure the project entry runs, so the user's entry does not stand down."""
+    codex.kodelet("codex", "install", "--scope", "user")
+    config = codex.home / ".codex" / "config.toml"
+    trust = f'[projects."{codex.project}"]\ntrust_level = "trusted"\n'
+    text = agent_clis.codex_config(codex.project) + "\n" + config.read_text()
+    config.write_text(text.replace(trust, ""))
+    run = codex.run(shell("touch pwned # danger"))
+    assert run.returncode == 0, run.stderr
+    assert not (codex.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+    assert len([p for p in seen(codex.project) if p.get("tool_name") == "bash"]) == 1
