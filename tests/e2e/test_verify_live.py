@@ -137,22 +137,26 @@ def test_verify_live_gemini_in_an_untrusted_folder_does_not_run_the_project_entr
     assert "not trusted" in live.stdout
 
 
-def test_verify_from_a_subfolder_says_claude_code_never_calls_kodelet(
-    tmp_path: Path, venv_bin: Path, agents_bin: Path, claude_bin: Path
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_verify_from_a_subfolder_says_the_agent_never_calls_kodelet(
+    tmp_path: Path, venv_bin: Path, agents_bin: Path, agent: str
 ) -> None:
-    """The real Claude Code started in a subfolder does not run the project's entry: the
-    guard lets ``rm`` through there, as ``verify`` (exit 1) says it would."""
+    """The real agent started in a subfolder does not run the project's entry: the guard
+    lets ``rm`` through there, as ``verify`` (exit 1) says it would, and ``install``
+    said so."""
     root = project(tmp_path / "p", BLOCKER)
     deep = root / "src" / "deep"
     deep.mkdir(parents=True)
-    assert kodelet(venv_bin, agents_bin, "claude", "install", cwd=root).returncode == 0
-    said = kodelet(venv_bin, agents_bin, "verify", "--agent", "claude", cwd=deep)
+    run = lambda *a, cwd: kodelet(venv_bin, agents_bin, *a, cwd=cwd, **TRUST)  # noqa: E731
+    installed = run(agent, "install", cwd=root)
+    assert installed.returncode == 0
+    assert "reads this file only when started in" in installed.stdout
+    said = run("verify", "--agent", agent, cwd=deep)
     assert said.returncode == 1
     assert "reads only when started in" in said.stdout
-    live = kodelet(
-        venv_bin, agents_bin, "verify", "--agent", "claude", "--live", "--json",
-        "--expect-block", "rm -rf build", cwd=deep,
-    )  # fmt: skip
+    live = run(
+        "verify", "--agent", agent, "--live", "--json", "--expect-block", "rm -rf build", cwd=deep
+    )
     assert live.returncode == 1
     data = json.loads(live.stdout)
     got = {c["call"]: c for c in data["agents"][0]["calls"]}
