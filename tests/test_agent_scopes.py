@@ -367,7 +367,31 @@ def test_copilot_at_both_scopes_in_a_trusted_folder_runs_once(
     fire(guarded, files, call, env, "copilot", "-p", "go")
     assert runs(guarded) == 6
     status = kodelet("copilot", "status", cwd=guarded, env=env).stdout
-    assert "it is sure when COPILOT_ALLOW_ALL=true" in status
+    assert "it is sure when Copilot CLI trusts the folder (COPILOT_ALLOW_ALL=true" in status
+
+
+def test_copilot_in_a_folder_it_was_told_to_trust_runs_once(
+    guarded: Path, isolated_home: Path
+) -> None:
+    """Trusting a folder in Copilot CLI lists it in ``trustedFolders`` of its
+    ``config.json`` (a file it writes with ``//`` comments)."""
+    git_repo(guarded)
+    install_both("copilot", guarded)
+    files = [
+        guarded / ".github" / "hooks" / "kodelet.json",
+        isolated_home / ".copilot" / "hooks" / "kodelet.json",
+    ]
+    config = isolated_home / ".copilot" / "config.json"
+    config.write_text(f"// Managed.\n{json.dumps({'trustedFolders': [str(guarded)]})}\n")
+    env = plain_env(guarded, COPILOT_PROJECT_DIR=str(guarded))
+    call = {**pre_tool(guarded, "ls"), "transcript_path": None}
+    fire(guarded, files, call, env, "copilot", "-p", "go")
+    assert runs(guarded) == 1
+    # From a subfolder that is not listed itself, kodelet cannot tell: both run.
+    deep = guarded / "src"
+    deep.mkdir()
+    fire(guarded, files, {**call, "cwd": str(deep)}, env, "copilot", "-p", "go")
+    assert runs(guarded) == 3
 
 
 def opencode_call(project: Path, plugins: list[Path], env: dict[str, str]) -> list[str]:

@@ -9,8 +9,11 @@ fail comes from facts: the files the shell call wrote, what the model was sent b
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from kodelet.agents.standins.messages import Turn, text, tool
 
@@ -128,3 +131,33 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(copilot: Agent)
     assert (copilot.project / "once.txt").exists(), run.stderr
     calls = [p for p in seen(copilot.project) if p.get("tool_name") == "bash"]
     assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+
+
+def untrusting(api: Any, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """``copilot -p`` with no COPILOT_ALLOW_ALL: the folder is trusted, or not, as the
+    user's own config.json says."""
+    command, env = agent_clis.copilot(api, agent, args)
+    env.pop("COPILOT_ALLOW_ALL")
+    return command, env
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-folder", "untrusted"])
+def test_at_both_scopes_copilots_own_folder_trust_decides_which_entry_guards(
+    copilot: Agent, trusted: bool
+) -> None:
+    """In a folder the user trusted (listed in its ``config.json``, which Copilot CLI
+    rewrites as ``trustedFolders``) it runs kodelet's project entry and the user's
+    stands down; in one it does not trust it skips ``.github/hooks`` and the user's
+    entry guards alone. Either way: one run per call, and the guard holds."""
+    copilot.kodelet("copilot", "install", "--scope", "user")
+    if trusted:
+        config = copilot.home / ".copilot" / "config.json"
+        config.write_text(json.dumps({"trusted_folders": [str(copilot.project)]}))
+    agent = attrs.evolve(copilot, launch=untrusting)
+    run = agent.run(shell("echo once > once.txt"))
+    assert run.returncode == 0, run.stderr
+    calls = [p for p in seen(copilot.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+    run = agent.run(shell("touch pwned # danger"))
+    assert not (copilot.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]

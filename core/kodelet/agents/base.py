@@ -212,12 +212,16 @@ class Dialect:
         return walked[root : root + 1] if self.project_from_cwd == "root" else walked[: root + 1]
 
     def reads_project(
-        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+        self,
+        folder: Path,
+        env: Mapping[str, str],
+        argv: Sequence[str] | None,
+        data: Mapping[str, Any],
     ) -> bool:
         """The agent, run with ``env`` from a command line whose words after its own name
-        are ``argv`` (None: its process was not found above the hook), surely reads the
-        project hook files in ``folder``: no setting, variable or flag of its own may leave
-        them out. This default knows of none."""
+        are ``argv`` (None: its process was not found above the hook), surely read the
+        project hook files in ``folder`` for the call ``data``: no setting, variable or
+        flag of its own may leave them out. This default knows of none."""
         return True
 
     def sure_commands(self, path: Path, event: str, env: Mapping[str, str]) -> list[str]:

@@ -97,7 +97,11 @@ class CodexDialect(Dialect):
         )
 
     def reads_project(
-        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+        self,
+        folder: Path,
+        env: Mapping[str, str],
+        argv: Sequence[str] | None,
+        data: Mapping[str, Any],
     ) -> bool:
         """Codex 0.169.0 reads the ``.codex/`` of the repository root ``folder`` (its
         project root: the nearest folder holding ``.git``) only once the user's

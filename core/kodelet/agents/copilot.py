@@ -14,6 +14,7 @@ hook, a crash or a missing command included, denies the call; a timeout lets it 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,15 +67,35 @@ class CopilotDialect(Dialect):
         return super().read({**doc, "hookSpecificOutput": specific})
 
     def reads_project(
-        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+        self,
+        folder: Path,
+        env: Mapping[str, str],
+        argv: Sequence[str] | None,
+        data: Mapping[str, Any],
     ) -> bool:
         """Copilot CLI 1.0.102 loads ``.github/hooks`` of ``folder`` (its repository root,
-        or the folder it starts in outside one: ``COPILOT_PROJECT_DIR``) in a trusted
-        folder (``project_trust_env``) unless the user's settings switch hooks off by
-        name (``disabledHooks`` of its ``settings.json``); a settings file it cannot parse
-        leaves kodelet unsure."""
+        or the folder it starts in outside one: ``COPILOT_PROJECT_DIR``) only in a folder
+        it trusts: ``COPILOT_ALLOW_ALL=true``, or both that folder and the one the
+        session runs in (the input's ``cwd``) listed in ``trustedFolders`` of its
+        ``config.json`` (``trusted_folders`` until it rewrites the file); and not when
+        its ``settings.json`` switches hooks off by name (``disabledHooks``). A file it
+        cannot parse leaves kodelet unsure."""
         settings = settings_json(self.user_path("~/.copilot/settings.json", env), self.what)
-        return settings is not None and not settings.get("disabledHooks")
+        if settings is None or settings.get("disabledHooks"):
+            return False
+        if env.get("COPILOT_ALLOW_ALL") == "true":
+            return True
+        config = settings_json(self.user_path("~/.copilot/config.json", env), self.what) or {}
+        cwd = data.get("cwd")
+        lists = [config[k] for k in ("trustedFolders", "trusted_folders") if k in config]
+        if not lists or not isinstance(cwd, str):
+            return False
+        wanted = {os.path.realpath(folder), os.path.realpath(cwd)}
+        return all(
+            isinstance(listed, list)
+            and wanted <= {os.path.realpath(f) for f in listed if isinstance(f, str) and f}
+            for listed in lists
+        )
 
 
 COPILOT = CopilotDialect(
@@ -119,10 +140,9 @@ COPILOT = CopilotDialect(
     home_env="COPILOT_HOME",
     # Its repository root (or start folder), whose .github/hooks it read.
     project_env="COPILOT_PROJECT_DIR",
-    project_trust_env="COPILOT_ALLOW_ALL",
     sure_when=(
-        "COPILOT_ALLOW_ALL=true (Copilot CLI loads .github/hooks only in a trusted folder)"
-        " and `kodelet` is on its PATH"
+        "Copilot CLI trusts the folder (COPILOT_ALLOW_ALL=true, or the folder in"
+        " trustedFolders of its config.json) and `kodelet` is on its PATH"
     ),
     # Copilot's transcript is its own event log, not the one kodelet reads for a stop.
     claude_transcript=False,

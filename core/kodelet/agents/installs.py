@@ -123,17 +123,20 @@ CommandLines = Callable[[], Sequence[Sequence[str]]]
 
 def worker(
     dialect: Dialect,
-    event: str,
+    data: Mapping[str, Any],
     env: Mapping[str, str],
-    projects: Sequence[Path],
     lines: CommandLines | None,
     scopes: Sequence[str] = ORDER,
 ) -> str | None:
-    """The scope whose kodelet entry does the work for the agent's ``event``: the first
-    of ``scopes`` (in :data:`ORDER`) sure to run; None when none is. ``projects`` are the
-    folders whose project files the agent read (:meth:`Dialect.project_dirs`; empty: not
-    known, so only the user's file counts), the outermost last; ``lines`` the command
-    lines above the hook (None: not known)."""
+    """The scope whose kodelet entry does the work for the agent's hook input ``data``:
+    the first of ``scopes`` (in :data:`ORDER`) sure to run; None when none is. The
+    project files are those of the folders the agent read (:meth:`Dialect.project_dirs`;
+    none known: only the user's file counts); ``lines`` are the command lines above the
+    hook (None: not known)."""
+    event = data.get("hook_event_name")
+    if not isinstance(event, str):
+        return None
+    projects = dialect.project_dirs(env, data)
     for scope in scopes:
         if scope not in dialect.config:
             continue
@@ -143,7 +146,7 @@ def worker(
             # folder bounds the checkout.
             inside = projects[-1] if projects else where
             if runs(dialect, scope, path, event, env, inside) and loads(
-                dialect, scope, where, env, lines
+                dialect, scope, where, env, lines, data
             ):
                 return scope
     return None
@@ -155,6 +158,7 @@ def loads(
     folder: Path,
     env: Mapping[str, str],
     lines: CommandLines | None,
+    data: Mapping[str, Any],
 ) -> bool:
     """The agent that started the hook (whose command lines above it are ``lines``; None:
     not known) surely reads its hook file of ``scope`` (a project's in ``folder``): a
@@ -165,7 +169,7 @@ def loads(
         if dialect.project_trust_env and env.get(dialect.project_trust_env) != "true":
             return False
         argv = None if lines is None else agent_argv(dialect, lines())
-        if not dialect.reads_project(folder, env, argv):
+        if not dialect.reads_project(folder, env, argv, data):
             return False
     if not dialect.sources_flag:
         return True
@@ -200,14 +204,13 @@ def stands_down(
     """The scope that does the work instead of this entry of ``scope`` (the one the
     command names) for the agent's hook input ``data``, or None when this entry is to
     run."""
-    event = data.get("hook_event_name")
-    if scope not in ORDER or not isinstance(event, str):
+    if scope not in ORDER:
         return None
     # Only an earlier scope can take the work: this entry's own file, and the agent's
     # process tree it would be checked against, are not read on this hot path.
     earlier = ORDER[: ORDER.index(scope)]
     lines = None if caller is None else functools.cache(lambda: list(ancestors_args(caller)))
-    return worker(dialect, event, env, dialect.project_dirs(env, data), lines, earlier)
+    return worker(dialect, data, env, lines, earlier)
 
 
 def ancestors_args(pid: int, depth: int = 12) -> Iterator[list[str]]:

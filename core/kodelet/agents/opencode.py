@@ -64,7 +64,11 @@ class OpencodeDialect(Dialect):
         return []
 
     def reads_project(
-        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+        self,
+        folder: Path,
+        env: Mapping[str, str],
+        argv: Sequence[str] | None,
+        data: Mapping[str, Any],
     ) -> bool:
         """opencode 1.18.33 loads the plugins of every ``.opencode/`` from its folder up
         to the repository root, unless told to skip the project's config

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -66,7 +67,11 @@ class QwenDialect(Dialect):
     """What makes Qwen Code skip a project's ``.qwen/settings.json``."""
 
     def reads_project(
-        self, folder: Path, env: Mapping[str, str], argv: Sequence[str] | None
+        self,
+        folder: Path,
+        env: Mapping[str, str],
+        argv: Sequence[str] | None,
+        data: Mapping[str, Any],
     ) -> bool:
         """Qwen Code 0.24.4 reads ``.qwen/settings.json`` of the folder it starts in (the
         ``cwd`` it tells hooks as ``QWEN_PROJECT_DIR``), except: in the home folder

@@ -259,10 +259,9 @@ def who_works(dialect: Dialect, scopes: list[dict[str, Any]], cwd: Path) -> None
     env = dict(os.environ)
     if dialect.project_env:
         env[dialect.project_env] = str(cwd)
-    projects = dialect.project_dirs(env, {"cwd": str(cwd)})
-    event = dialect.agent_event("PreToolUse")
+    call = {"hook_event_name": dialect.agent_event("PreToolUse"), "cwd": str(cwd)}
     plain = [[(dialect.process_names or (dialect.binary,))[0]]]
-    found = worker(dialect, event, env, projects, lambda: plain)
+    found = worker(dialect, call, env, lambda: plain)
     for s in installed:
         named = {declared_scope(c) for c in s["commands"]}
         own = named.pop() if len(named) == 1 else None
