@@ -15,6 +15,7 @@ from pathlib import Path
 import kodelet
 import pytest
 from kodelet.places import find_project
+from kodelet.testing import write_hook
 from kodelet.warm import control, protocol
 
 from tests.kit.warm import (
@@ -366,3 +367,28 @@ def test_hooks_run_daemon_gives_the_in_process_result_and_trace(guarded: Path) -
     refused = hooks_run("--daemon", "--timeout", "3")
     assert refused.returncode == 2
     assert "--timeout cannot be used with --daemon" in refused.stderr
+
+
+SERVED = """#!/bin/sh
+case "$1" in
+  hook) echo "before_tool_call jsonl";;
+  serve) echo $$ > "MARKER.tmp" && mv "MARKER.tmp" "MARKER"; while read line; do echo '{}'; done;;
+  run) cat > /dev/null;;
+esac
+"""
+
+
+def test_the_runtime_and_its_hook_servers_are_ready_before_the_first_call(guarded: Path) -> None:
+    """The warm kodelet built its runtime and started its hook servers on its first
+    call, so its second call still paid for them."""
+    marker = guarded / "served"
+    write_hook(guarded / ".kodelet" / "hooks", "served", SERVED.replace("MARKER", str(marker)))
+    info = started(guarded)
+    wait_for(marker.exists)
+    status = control.ask(info["socket"], "status")
+    assert (status["calls"], status["loads"]) == (0, 1)
+    server = marker.read_text()
+    assert decision(hook(guarded, pre_tool(guarded))) == "no rm"
+    status = control.ask(info["socket"], "status")
+    assert (status["calls"], status["loads"]) == (1, 1)
+    assert marker.read_text() == server  # the call was answered by the server started first

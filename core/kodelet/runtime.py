@@ -171,6 +171,12 @@ class Runtime:
         for adapter in list(self.adapters.values()):
             adapter.kill_all()
 
+    def warm_up(self, cwd: str) -> None:
+        """Start every hook server now, for calls made in ``cwd`` (the warm kodelet's
+        start, so its first calls are as quick as the later ones)."""
+        for adapter in list(self.adapters.values()):
+            adapter.warm_up(cwd)
+
     def hold(self, signum: int) -> bool:
         """Whether a signal must wait for a hook being started (then it comes again)."""
         return any(adapter.hold(signum) for adapter in list(self.adapters.values()))

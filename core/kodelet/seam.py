@@ -135,3 +135,7 @@ class Adapter:
         """Whether a signal to the host must wait for a hook process being started
         (:meth:`kodelet.process.ProcessGroups.hold`); from the same signal handler."""
         return False
+
+    def warm_up(self, cwd: str) -> None:
+        """Start now what the first call would start (hook servers, for a call made in
+        ``cwd``), so a warm kodelet's first calls do not pay for it."""

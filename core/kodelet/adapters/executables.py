@@ -168,6 +168,11 @@ class ExecutableAdapter(Adapter):
     def kill_all(self) -> None:
         self.groups.kill_all()
 
+    def warm_up(self, cwd: str) -> None:
+        for runner in self.executables():
+            if isinstance(runner, PersistentHook):
+                runner.prestart(cwd)
+
     def hold(self, signum: int) -> bool:
         return self.groups.hold(signum)
 

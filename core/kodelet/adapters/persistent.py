@@ -399,6 +399,20 @@ class PersistentHook(ExecutableHook):
         self._slot.server = server
         return server
 
+    def prestart(self, cwd: str) -> None:
+        """Start the server for calls made in ``cwd`` unless one runs or a call holds the
+        hook. A server that fails to start here counts for nothing: the first call
+        starts it again, and fails as that call's own failure."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if not self._closed:
+                self._server(cwd)
+        except HookFailure:
+            self._failures, self._retry_at = 0, 0.0
+        finally:
+            self._lock.release()
+
     def _failed(self, why: str) -> None:
         self._failures += 1
         self._retry_at = time.monotonic() + backoff(self._failures)

@@ -206,6 +206,16 @@ class Server:
         self._modules = self._modules + files(sorted(code - set(self._modules.paths())))
         return lent
 
+    def warm_up(self) -> None:
+        """Build the project's runtime and start its hook servers before the first call
+        comes, not during it: the second call was still paying for them."""
+        try:
+            self._check()
+            with self.runtime("", None) as runtime:
+                runtime.warm_up(str(self.project))
+        except Exception:  # the first call loads it again and reports what fails
+            log.exception("warm-up failed")
+
     def kill_all(self) -> None:
         for lent in list(self._runtimes.values()):
             with contextlib.suppress(Exception):
@@ -465,11 +475,14 @@ class Server:
         signal.signal(signal.SIGHUP, lambda *_: self._stop.set())
         sock = None
         inode = None
+        warming: threading.Thread | None = None
         try:
             self._check()
             sock = self._bind()
             inode = os.stat(self.socket_path).st_ino
             self._serve_http()
+            warming = threading.Thread(target=self.warm_up, name="kodelet-warm-up", daemon=True)
+            warming.start()
             log.info("warm kodelet %s for %s listening", os.getpid(), self.project)
             while (why := self._should_exit()) is None:
                 try:
@@ -494,6 +507,8 @@ class Server:
                 with contextlib.suppress(OSError):
                     if os.stat(self.socket_path).st_ino == inode:
                         os.unlink(self.socket_path)
+            if warming is not None:
+                warming.join()  # what it loads is closed below, not left running
             self.kill_all()
             for lent in list(self._runtimes.values()):
                 with contextlib.suppress(Exception):
