@@ -288,6 +288,22 @@ def test_codex_at_both_scopes_in_a_trusted_project_runs_once(
     assert "does the work: no, the project entry does (this one stands down)" in status.stdout
 
 
+def test_codex_outside_a_repository_reads_its_start_folder(
+    guarded: Path, isolated_home: Path
+) -> None:
+    """No ``.git`` above: Codex's project root is the folder it starts in, and only
+    that folder's ``.codex/`` is read (a subfolder's session reads none of it)."""
+    install_both("codex", guarded)
+    trust_codex_project(isolated_home, guarded)
+    files = codex_files(guarded, isolated_home)
+    fire(guarded, files, pre_tool(guarded, "ls"), plain_env(guarded), "codex", "exec")
+    assert runs(guarded) == 1
+    deep = guarded / "src"
+    deep.mkdir()
+    fire(deep, files[1:], pre_tool(deep, "ls"), plain_env(guarded), "codex", "exec")
+    assert runs(guarded) == 2
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -225,3 +226,15 @@ def test_in_a_project_codex_does_not_trust_the_user_entry_still_guards(codex: Ag
     assert not (codex.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
     assert len([p for p in seen(codex.project) if p.get("tool_name") == "bash"]) == 1
+
+
+def test_outside_a_repository_each_hook_runs_once(codex: Agent) -> None:
+    """With no ``.git`` above, Codex's project root is the trusted folder it starts in;
+    it reads that folder's ``.codex/hooks.json``, and the user's entry stands down."""
+    shutil.rmtree(codex.project / ".git")
+    codex.kodelet("codex", "install", "--scope", "user")
+    run = codex.run(shell("echo once > once.txt"))
+    assert run.returncode == 0, run.stderr
+    assert (codex.project / "once.txt").exists(), run.stderr
+    calls = [p for p in seen(codex.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]

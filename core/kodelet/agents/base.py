@@ -109,9 +109,10 @@ class Dialect:
     project_from_cwd: str = ""
     """Where an agent that names no ``project_env`` reads project hook files, from the
     hook input's ``cwd`` (the folder it runs in): ``"root"``, in the repository root
-    only (the nearest folder holding ``.git``: Codex's project root); ``"up"``, in every
-    folder from ``cwd`` up to the repository root (opencode's ``.opencode/``). Outside a
-    repository, or empty: not known."""
+    only (the nearest folder holding ``.git``, else ``cwd`` itself: Codex's project
+    root); ``"up"``, in every folder from ``cwd`` up to the repository root (opencode's
+    ``.opencode/``; outside a repository, up to ``/``: not taken as known). Empty: not
+    known."""
     project_trust_env: str = ""
     """A variable that, set to exactly ``true``, makes the agent load a project's hook
     files without asking for trust (``GEMINI_CLI_TRUST_WORKSPACE``,
@@ -207,8 +208,8 @@ class Dialect:
         here = Path(os.path.normpath(cwd))
         walked = [here, *here.parents]
         root = next((i for i, d in enumerate(walked) if os.path.lexists(d / ".git")), None)
-        if root is None:
-            return []
+        if root is None:  # Codex takes its start folder as the root; opencode walks to /
+            return [here] if self.project_from_cwd == "root" else []
         return walked[root : root + 1] if self.project_from_cwd == "root" else walked[: root + 1]
 
     def reads_project(

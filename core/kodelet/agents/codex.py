@@ -103,8 +103,8 @@ class CodexDialect(Dialect):
         argv: Sequence[str] | None,
         data: Mapping[str, Any],
     ) -> bool:
-        """Codex 0.169.0 reads the ``.codex/`` of the repository root ``folder`` (its
-        project root: the nearest folder holding ``.git``) only once the user's
+        """Codex 0.169.0 reads the ``.codex/`` of its project root ``folder`` (the nearest
+        folder holding ``.git``, else the folder it starts in) only once the user's
         ``config.toml`` says ``[projects."<folder>"] trust_level = "trusted"``. Its own
         command line, found above the hook, must not change what it loads (a profile,
         ``-c`` of ``projects``, ``project_root_markers``, ``hooks`` or ``features``,
@@ -202,10 +202,10 @@ CODEX = CodexDialect(
     home_env="CODEX_HOME",
     project_from_cwd="root",
     sure_when=(
-        'the folder is in a git repository whose root Codex trusts ([projects."<root>"]'
-        ' trust_level = "trusted" in config.toml), kodelet\'s entries there are reviewed'
-        " (`kodelet codex install`), `kodelet` is on its PATH, and no -c, --profile or"
-        " --disable changes what Codex loads"
+        "Codex trusts the project root (the git repository's, else the folder it starts"
+        ' in: [projects."<root>"] trust_level = "trusted" in config.toml), kodelet\'s'
+        " entries there are reviewed (`kodelet codex install`), `kodelet` is on its PATH,"
+        " and no -c, --profile or --disable changes what Codex loads"
     ),
     trust_config="~/.codex/config.toml",
     # Its shell tool reaches hooks as Bash; apply_patch edits, and no tool writes a file.
