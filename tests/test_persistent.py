@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -404,3 +405,43 @@ def test_dispatch_results_behave_like_plain_dispatches(project: Path) -> None:
     assert attrs.evolve(sync, result=None).result is None
     assert repr(sync) == repr(plain)
     assert attrs.asdict(sync, recurse=False)["trace"] == plain.trace
+
+
+HANGER = """#!/bin/sh
+case "$1" in
+  hook) echo "before_tool_call jsonl";;
+  serve) while read -r line; do
+      case "$line" in
+        *HANG*) echo $$ > "{hung}"; while [ ! -e "{release}" ]; do sleep 0.05; done;;
+      esac
+      echo "{{\\"context\\": \\"$$\\"}}"
+    done;;
+esac
+"""
+
+
+def test_a_hung_server_holds_only_its_own_call(tmp_path: Path) -> None:
+    """All calls of a persistent hook took turns on one server: one that hung stalled
+    every concurrent call until its timeout. Another server takes the next call."""
+    hung, release = tmp_path / "hung", tmp_path / "release"
+    path = write_hook(tmp_path / "hooks", "hanger", HANGER.format(hung=hung, release=release))
+    env = {**os.environ, "KODELET_HOOK_PROTOCOLS": "jsonl"}
+    hook = PersistentHook("hanger", path, Event.BEFORE_TOOL_CALL, env=env)  # type: ignore[arg-type]
+    call = {"event": "before_tool_call", "tool_name": "bash", "tool_input": {}}
+    first: dict[str, Any] = {}
+    worker = threading.Thread(
+        target=lambda: first.update(
+            answer=hook.run({**call, "tool_input": {"command": "HANG"}}, timeout=120)
+        )
+    )
+    try:
+        worker.start()
+        assert wait_for(hung.exists)
+        second = hook.run(call, timeout=120)
+        assert worker.is_alive()  # answered while the first call still hangs
+        assert second["context"] != hung.read_text().strip()  # by another server
+    finally:
+        release.touch()
+        worker.join(120)
+        hook.close()
+    assert first["answer"]["context"] == hung.read_text().strip()

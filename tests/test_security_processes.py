@@ -226,7 +226,7 @@ def test_a_stderr_flood_without_newlines_is_bounded(tmp_path: Path) -> None:
         started = time.monotonic()
         assert hook.run(payload(command="flood"), timeout=30) == {}
         assert time.monotonic() - started < 10
-        server = hook._slot.server
+        server = hook._slots[0].server
         assert server is not None
         assert len(server._tail) <= STDERR_TAIL and len(server._line) <= STDERR_TAIL
         assert hook.run(payload(command="ls"), timeout=10) == {}

@@ -14,11 +14,13 @@ that keeps failing is restarted with exponential backoff; calls made while it
 backs off fail at once instead of waiting. stderr lines go to the log, and
 only its last 4 KiB are kept, as for per-call hooks.
 
-The exchange is synchronous, guarded by one lock per hook so concurrent
-dispatches take turns. The async API runs that same exchange in a worker
-thread: one code path, one set of semantics. Cancelling the awaiting task
-wakes that thread's selector (a pipe per hook), which kills the server's
-group at once instead of waiting out the call's timeout.
+The exchange is synchronous: a server handles one call at a time. Concurrent
+calls do not queue behind it: each takes a free server, and another is started
+(up to :data:`SERVERS` per hook) when all are busy, so a server that hangs holds
+only its own call. The async API runs that same exchange in a worker thread: one
+code path, one set of semantics. Cancelling the awaiting task wakes that thread's
+selector (a pipe per server), which kills the server's group at once instead of
+waiting out the call's timeout.
 
 Servers are stopped by :meth:`PersistentHook.close` (``Runtime.close`` and the
 runtime's context manager call it) and, failing that, by a ``weakref.finalize``
@@ -66,6 +68,8 @@ PROTOCOL = Protocol.JSONL
 STOP_GRACE = 0.5
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 5.0
+SERVERS = 4
+"""Servers one hook may run at once, for concurrent calls; past it calls wait for one."""
 _CHUNK = 65536
 
 
@@ -91,10 +95,11 @@ class _Cancel:
     in its selector through the hook's wake pipe, so the exchange stops at once. A
     plain flag: one writer, one reader, and the wake pipe's write orders it."""
 
-    __slots__ = ("cancelled",)
+    __slots__ = ("cancelled", "slot")
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.slot: _Slot | None = None  # the server's slot the call took
 
     def set(self) -> None:
         self.cancelled = True
@@ -325,12 +330,13 @@ class _Server:
 
 
 class _Slot:
-    """The hook's current server and wake pipe, shared with the finalizer (which must
+    """One of the hook's servers and its wake pipe, shared with the finalizer (which must
     not hold the hook). Only the process that started a server stops it: a forked
     child exiting must not kill its parent's server."""
 
     def __init__(self) -> None:
         self.server: _Server | None = None
+        self.busy = False  # a call holds it (changed under the hook's condition)
         self.owner = os.getpid()
         self.wake_r, self.wake_w = os.pipe()
         for fd in (self.wake_r, self.wake_w):
@@ -353,33 +359,61 @@ class _Slot:
             os.write(self.wake_w, b"x")
 
 
+def _close_all(slots: list[_Slot], grace: float) -> None:
+    for slot in list(slots):
+        slot.close(grace)
+
+
 class PersistentHook(ExecutableHook):
     """An executable hook served by one long-running process (see the module docstring)."""
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)  # ExecutableHook's parameters
-        self._lock = threading.Lock()
-        self._slot = _Slot()
+        self._free = threading.Condition()
+        self._slots = [_Slot()]
         self._failures = 0
         self._retry_at = 0.0
         self._closed = False
-        self._finalizer = weakref.finalize(self, self._slot.close, STOP_GRACE)
+        self._finalizer = weakref.finalize(self, _close_all, self._slots, STOP_GRACE)
         self.starts = 0
 
     @property
     def pid(self) -> int | None:
-        """The running server's process id, if one is running."""
-        server = self._slot.server
+        """The first server's process id, if it is running."""
+        server = self._slots[0].server
         return server.pid if server is not None else None
 
-    def _server(self, cwd: str | None) -> _Server:
-        server = self._slot.server
+    def _take(self, cancel: _Cancel | None, wait: bool = True) -> _Slot | None:
+        """A server's slot no call holds, a new one when all are busy and there may be
+        more; else, with ``wait``, the first to come free (None without)."""
+        with self._free:
+            while True:
+                slot = next((s for s in self._slots if not s.busy), None)
+                if slot is None and len(self._slots) < SERVERS:
+                    slot = _Slot()
+                    self._slots.append(slot)
+                if slot is not None:
+                    slot.busy = True
+                    return slot
+                if not wait:
+                    return None
+                if cancel is not None and cancel.is_set():
+                    raise HookFailure("cancelled")
+                self._free.wait(0.05 if cancel is not None else None)
+
+    def _give_back(self, slot: _Slot) -> None:
+        with self._free:
+            slot.busy = False
+            self._free.notify_all()
+
+    def _server(self, slot: _Slot, cwd: str | None) -> _Server:
+        server = slot.server
         if server is not None and server.cwd != cwd:
-            self._slot.stop()  # a payload from another directory: same start-up as per-call
+            slot.stop()  # a payload from another directory: same start-up as per-call
             server = None
         if server is not None and not server.alive():
             note = server.stderr_note()
-            self._slot.stop(0.0)
+            slot.stop(0.0)
             server = None
             self._failed(f"server exited between calls{note}")
         if server is not None:
@@ -391,27 +425,28 @@ class PersistentHook(ExecutableHook):
             )
         try:
             argv = command(self.file, "serve")
-            server = _Server(self.name, argv, cwd, self._env, self.groups, self._slot.wake_r)
+            server = _Server(self.name, argv, cwd, self._env, self.groups, slot.wake_r)
         except OSError as exc:
             self._failed(str(exc))
             raise HookFailure(f"cannot run {self.path}: {exc.strerror or exc}") from None
         self.starts += 1
-        self._slot.server = server
+        slot.server = server
         return server
 
     def prestart(self, cwd: str) -> None:
-        """Start the server for calls made in ``cwd`` unless one runs or a call holds the
-        hook. A server that fails to start here counts for nothing: the first call
-        starts it again, and fails as that call's own failure."""
-        if not self._lock.acquire(blocking=False):
+        """Start a server for calls made in ``cwd`` unless one runs or calls hold them
+        all. A server that fails to start here counts for nothing: the first call starts
+        it again, and fails as that call's own failure."""
+        slot = self._take(None, wait=False)
+        if slot is None:
             return
         try:
             if not self._closed:
-                self._server(cwd)
+                self._server(slot, cwd)
         except HookFailure:
             self._failures, self._retry_at = 0, 0.0
         finally:
-            self._lock.release()
+            self._give_back(slot)
 
     def _failed(self, why: str) -> None:
         self._failures += 1
@@ -423,26 +458,24 @@ class PersistentHook(ExecutableHook):
         return self._call(self._encode(payload) + b"\n", self._cwd(payload), timeout, None)
 
     def _call(self, line: bytes, cwd: str | None, timeout: float, cancel: _Cancel | None) -> Any:
-        if cancel is None:
-            self._lock.acquire()
-        else:
-            while not self._lock.acquire(timeout=0.05):
-                if cancel.is_set():
-                    raise HookFailure("cancelled")
+        slot = self._take(cancel)
+        assert slot is not None
+        if cancel is not None:
+            cancel.slot = slot
         try:
             if self._closed:
                 raise HookFailure("hook is closed")
             if cancel is not None and cancel.is_set():
                 raise HookFailure("cancelled")
-            server = self._server(cwd)
+            server = self._server(slot, cwd)
             try:
                 answer = server.exchange(line, timeout, cancel)
             except _Broken as exc:
-                self._slot.stop(0.0)
+                slot.stop(0.0)
                 self._failed(str(exc))
                 raise HookFailure(explain(str(exc), self.file)) from None
             except BaseException:
-                self._slot.stop(0.0)  # interrupted mid-exchange: it is out of step
+                slot.stop(0.0)  # interrupted mid-exchange: it is out of step
                 raise
             try:
                 result = parse_answer(answer, empty=EMPTY_LINE)
@@ -450,13 +483,13 @@ class PersistentHook(ExecutableHook):
                 if extra is not None:
                     raise HookFailure(f"answered with more than one line: {extra!r}")
             except HookFailure as exc:
-                self._slot.stop(0.0)  # whatever it printed, it is no longer in step
+                slot.stop(0.0)  # whatever it printed, it is no longer in step
                 self._failed(str(exc))
                 raise
             self._failures = 0
             return result
         finally:
-            self._lock.release()
+            self._give_back(slot)
 
     async def arun(self, payload: Mapping[str, Any], *, timeout: float) -> Any:
         """The same exchange in a worker thread. Cancelling the awaiting task wakes the
@@ -471,7 +504,8 @@ class PersistentHook(ExecutableHook):
             return await asyncio.shield(future)
         except asyncio.CancelledError:
             cancel.set()
-            self._slot.wake()
+            if cancel.slot is not None:
+                cancel.slot.wake()
             while not future.done():
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait({future})
@@ -480,10 +514,13 @@ class PersistentHook(ExecutableHook):
             raise
 
     def close(self) -> None:
-        """Stop the server; later calls fail instead of starting a new one."""
+        """Stop the servers once no call holds them; later calls fail instead of starting
+        a new one."""
         self._closed = True
-        with self._lock:
-            self._finalizer()
+        with self._free:
+            while any(s.busy for s in self._slots):
+                self._free.wait()
+        self._finalizer()
 
     def __repr__(self) -> str:
         return f"<PersistentHook {self.name} ({self.event.value}) {self.path}>"
