@@ -83,8 +83,11 @@ def socket_path(project: Path, env: dict[str, str] | None = None) -> Path:
 
 
 def started(project: Path) -> dict[str, Any]:
-    """The first call answers in-process and starts the warm kodelet; wait until it answers."""
+    """The first call answers in-process and starts the warm kodelet; wait until it
+    answers and has built its runtime (so a test's edits are not seen half-made by the
+    start's own check, which would count a reload of its own)."""
     assert decision(hook(project, pre_tool(project))) == "no rm"
     infos = wait_for(warm)
     assert len(infos) == 1
+    wait_for(lambda: control.ask(infos[0]["socket"], "status")["warmed"])
     return dict(infos[0])

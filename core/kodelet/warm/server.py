@@ -94,6 +94,8 @@ class Server:
         """When ``sys.modules`` was last looked at for the plugins' modules (ns)."""
         self._sessions: dict[str, str] = {}
         self._stop = threading.Event()
+        self.warmed = threading.Event()
+        """Set once the start's warm-up (:meth:`warm_up`) is over, done or failed."""
         self._own_code = os.stat(protocol.__file__).st_mtime_ns
         self.http_states: dict[str, str] = {}
         """Per record scope (local, user): its URL once answered, else why not."""
@@ -215,6 +217,8 @@ class Server:
                 runtime.warm_up(str(self.project))
         except Exception:  # the first call loads it again and reports what fails
             log.exception("warm-up failed")
+        finally:
+            self.warmed.set()
 
     def kill_all(self) -> None:
         for lent in list(self._runtimes.values()):
@@ -392,6 +396,7 @@ class Server:
             "version": protocol.VERSION,
             "http": self.http_states.get("local"),
             "http_user": self.http_states.get("user"),
+            "warmed": self.warmed.is_set(),
         }
 
     # -- life -----------------------------------------------------------------------
