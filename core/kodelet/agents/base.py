@@ -165,6 +165,15 @@ class Dialect:
         in the hooks file ``path`` holding ``data``; empty when it needs none."""
         return {}
 
+    def untrusted(
+        self, path: Path, data: Mapping[str, Any], env: Mapping[str, str]
+    ) -> set[str] | None:
+        """The keys (:meth:`trust_key`) of kodelet's entries in the hooks file ``path``
+        holding ``data`` that the agent will not run for want of the user's review; None
+        when its trust records cannot be read. One reading for ``status``, ``verify`` and
+        the stand-down on the hook path; empty for an agent that keeps none."""
+        return set()
+
     def trust_key(self, path: Path, own: OwnEntry) -> str:
         """The key of the trust record for kodelet's entry ``own`` of the hooks file
         ``path`` (:meth:`trust`); never asked of an agent that keeps none."""
@@ -240,6 +249,9 @@ class Dialect:
             return []
         if text is None or data.get("disableAllHooks") is True:
             return []
+        skipped = self.untrusted(path, data, env)
+        if skipped is None:
+            return []
         blocking = self.claude_event(event) in (PRE_TOOL, PROMPT)
         out = []
         for own in own_entries(data, event):
@@ -251,17 +263,9 @@ class Dialect:
                 continue  # an HTTP entry runs only while its warm kodelet does
             if self.on_failure_key and blocking and hook.get("onFailure") != "block":
                 continue  # should it fail to start, the call would go through
-            if self.runs_entry(path, data, own, env):
+            if not skipped or self.trust_key(path, own) not in skipped:
                 out.append(command)
         return out
-
-    def runs_entry(
-        self, path: Path, data: Mapping[str, Any], own: OwnEntry, env: Mapping[str, str]
-    ) -> bool:
-        """The agent, run with ``env``, runs kodelet's entry ``own`` of its hook file
-        ``path`` holding ``data`` (one it has not been told to skip); this default:
-        always."""
-        return True
 
     # --- names, both ways ---------------------------------------------------
 

@@ -13,6 +13,7 @@ closed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -80,21 +81,22 @@ class CodexDialect(Dialect):
         """``<file>:<event>:<group>:<handler>``, the event in snake case."""
         return f"{path}:{_snake(own.event)}:{own.group}:{own.handler}"
 
-    def runs_entry(
-        self, path: Path, data: Mapping[str, Any], own: OwnEntry, env: Mapping[str, str]
-    ) -> bool:
-        """Codex runs the entry only while the user's ``config.toml`` holds its review
+    def untrusted(
+        self, path: Path, data: Mapping[str, Any], env: Mapping[str, str]
+    ) -> set[str] | None:
+        """Codex runs an entry only while the user's ``config.toml`` holds its review
         (:meth:`trust`) and does not switch it off (``enabled = false``)."""
         config = _toml(self.user_path(self.trust_config, env))
-        hooks = config.get("hooks") if config else None
-        state = hooks.get("state") if isinstance(hooks, dict) else None
-        key = self.trust_key(path, own)
-        record = state.get(key) if isinstance(state, dict) else None
-        return (
-            isinstance(record, dict)
-            and record.get("trusted_hash") == self.trust(path, data).get(key)
-            and record.get("enabled", True) is not False
-        )
+        if config is None:
+            return None
+        have = recorded(config)
+        return {
+            key
+            for key, digest in self.trust(path, data).items()
+            if (record := have.get(key)) is None
+            or record.get("trusted_hash") != digest
+            or record.get("enabled", True) is False
+        }
 
     def reads_project(
         self,
@@ -159,16 +161,30 @@ def _moves_project(word: str, following: str | None) -> bool:
     return key in _MOVED or not key
 
 
-def _toml(path: Path) -> dict[str, Any] | None:
-    """The TOML file at ``path`` (empty when absent); None when it cannot be read."""
+def recorded(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """key -> record of every ``[hooks.state."<key>"]`` in a parsed ``config.toml``."""
+    hooks = config.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    items = state.items() if isinstance(state, dict) else ()
+    return {k: v for k, v in items if isinstance(v, dict)}
+
+
+def _toml(path: Path) -> Mapping[str, Any] | None:
+    """The TOML file at ``path`` (empty when absent); None when it cannot be read. Read
+    on every hook call, parsed only when its bytes changed: read-only to callers."""
     from .. import jsonio
 
     try:
-        return tomllib.loads(jsonio.read_file(path, "Codex config").decode("utf-8"))
+        return _parsed(jsonio.read_file(path, "Codex config"))
     except FileNotFoundError:
         return {}
     except (jsonio.FileError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed(raw: bytes) -> Mapping[str, Any]:
+    return tomllib.loads(raw.decode("utf-8"))
 
 
 def _snake(event: str) -> str:

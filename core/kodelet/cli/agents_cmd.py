@@ -115,8 +115,8 @@ def scope_state(dialect: Dialect, scope: str, cwd: Path) -> dict[str, Any]:
     entry["command_problems"] = [
         f"{c}: {why}{blocked}" for c in entry["commands"] if (why := command_problem(c))
     ]
-    untrusted = hook_trust.untrusted(dialect, path, data)
-    entry["untrusted"] = untrusted or []
+    untrusted = sorted(dialect.untrusted(path, data, os.environ) or ())
+    entry["untrusted"] = untrusted
     if untrusted:
         entry["command_problems"].append(
             f"{len(untrusted)} of kodelet's entries are not trusted by {dialect.title}, which"

@@ -21,6 +21,7 @@ import tomlkit.exceptions
 
 from .. import jsonio
 from ..agents import Dialect
+from ..agents.codex import recorded as codex_records
 from .hook_files import SettingsError, check_writable, diff, read_text
 
 
@@ -41,12 +42,10 @@ def recorded(text: str, path: Path) -> dict[str, str]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path} is not valid TOML: {exc}") from None
-    hooks = data.get("hooks")
-    state = hooks.get("state") if isinstance(hooks, dict) else None
     return {
         k: v["trusted_hash"]
-        for k, v in (state.items() if isinstance(state, dict) else ())
-        if isinstance(v, dict) and isinstance(v.get("trusted_hash"), str)
+        for k, v in codex_records(data).items()
+        if isinstance(v.get("trusted_hash"), str)
     }
 
 
@@ -109,16 +108,3 @@ def change(
     jsonio.write_atomically(path, new)
     what = "recorded" if new_keys else "removed"
     return f"{what} {dialect.title}'s trust in kodelet's entries: {path}"
-
-
-def untrusted(dialect: Dialect, hooks_path: Path, data: Mapping[str, Any]) -> list[str] | None:
-    """The keys of kodelet's entries the agent would not run for want of trust; None
-    when the agent keeps no trust or its file cannot be read."""
-    path = trust_file(dialect)
-    if path is None:
-        return None
-    try:
-        have = recorded(_read(path), path)
-    except SettingsError:
-        return None
-    return sorted(k for k, v in dialect.trust(hooks_path, data).items() if have.get(k) != v)

@@ -18,7 +18,6 @@ import typer
 from ..agents import DIALECTS
 from ..agents import verify as probing
 from ..claude.installed import own_entries
-from . import hook_trust
 from .common import fail, print_json, printable, state
 from .hook_files import SettingsError, read_settings
 from .plugin_files import GeneratesPlugin, installed_command
@@ -83,7 +82,7 @@ def _settings_entries(
     except SettingsError as exc:
         return [], str(exc)
     dialect = DIALECTS[agent]
-    untrusted = set(hook_trust.untrusted(dialect, path, data) or ())
+    untrusted = dialect.untrusted(path, data, os.environ) or set()
     out = []
     for own in own_entries(data, event):
         matcher = own.matcher if isinstance(own.matcher, str) else None
