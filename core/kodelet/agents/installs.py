@@ -41,10 +41,7 @@ BLOCKING = ("PreToolUse", "UserPromptSubmit")
 
 def declared_scope(command: str) -> str | None:
     """The scope a hook command names (``... claude hook --scope user``), or None."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
+    words = _split(command) or ()
     for i, word in enumerate(words[:-1]):
         if word == "--scope":
             return words[i + 1]
@@ -68,17 +65,12 @@ _LEAN = Path(__file__).resolve().parent.parent / "warm" / "hook.py"
 
 @functools.lru_cache(maxsize=256)
 def _split(command: str) -> tuple[str, ...] | None:
+    """``command``'s words (None: it does not split): the same few commands are met on
+    every call, and shlex is slow."""
     try:
         return tuple(shlex.split(command))
     except ValueError:
         return None
-
-
-def _words(command: str) -> list[str] | None:
-    """``command``'s words (None: it does not split): the same few commands are met on
-    every call, and shlex is slow."""
-    words = _split(command)
-    return None if words is None else list(words)
 
 
 def runs_this_kodelet(
@@ -90,13 +82,13 @@ def runs_this_kodelet(
     from ..claude.installed import PROJECT_COMMAND
     from . import DEFAULT
 
-    agent = [] if dialect is DEFAULT else ["--agent", dialect.name]
-    words = _words(command)
+    agent = () if dialect is DEFAULT else ("--agent", dialect.name)
+    words = _split(command)
     if words is None:
         return False
     if scope != "project":
-        return words == lean_words("claude", "hook", *agent, "--scope", scope)
-    if words != [*PROJECT_COMMAND.split(), *agent]:
+        return words == (*lean_words("claude", "hook", *agent, "--scope", scope),)
+    if words != (*PROJECT_COMMAND.split(), *agent):
         return False
     found = shutil.which(words[0], path=env.get("PATH", os.defpath))
     if found is None:
