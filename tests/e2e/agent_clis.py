@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
+from kodelet import testing
 from kodelet.agents.standins import gemini as gemini_api
 from kodelet.agents.standins.base import StandIn
 from kodelet.agents.standins.openai import OpenAIAPI, Script
@@ -387,10 +388,10 @@ esac
 
 
 def write_hook(project: Path, name: str, text: str) -> Path:
-    path = project / ".kodelet" / "hooks" / name
-    path.write_text(text.replace("$KODELET_SEEN", str(project / ".kodelet" / "seen.jsonl")))
-    path.chmod(0o755)
-    return path
+    seen_file = str(project / ".kodelet" / "seen.jsonl")
+    return testing.write_hook(
+        project / ".kodelet" / "hooks", name, text.replace("$KODELET_SEEN", seen_file)
+    )
 
 
 def seen(project: Path) -> list[dict[str, object]]:
@@ -398,3 +399,14 @@ def seen(project: Path) -> list[dict[str, object]]:
     path = project / ".kodelet" / "seen.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def assert_each_hook_runs_once(agent: Agent, turns: list[Any], command: str) -> None:
+    """kodelet installed at user scope beside the project's entry: the model's shell
+    call ``command`` (in ``turns``) ran, and the guard saw it once."""
+    agent.kodelet(agent.name, "install", "--scope", "user")
+    run = agent.run(turns)
+    assert run.returncode == 0, run.stderr
+    assert (agent.project / "once.txt").exists(), run.stderr
+    calls = [p for p in seen(agent.project) if p.get("tool_name") == "bash"]
+    assert [p["tool_input"]["command"] for p in calls] == [command]  # type: ignore[index]

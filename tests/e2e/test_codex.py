@@ -18,7 +18,16 @@ import pytest
 from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e import agent_clis
-from tests.e2e.agent_clis import AFTER, CODEX, STOP, Agent, connected, seen, write_hook
+from tests.e2e.agent_clis import (
+    AFTER,
+    CODEX,
+    STOP,
+    Agent,
+    assert_each_hook_runs_once,
+    connected,
+    seen,
+    write_hook,
+)
 from tests.kit.warm import wait_for, warm
 
 
@@ -205,12 +214,7 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(codex: Agent) -
     """Codex runs kodelet's entry of the project's ``.codex/hooks.json`` (a trusted
     project) and that of ``~/.codex/hooks.json`` for every call; the user's stands down,
     so each hook runs once."""
-    codex.kodelet("codex", "install", "--scope", "user")
-    run = codex.run(shell("echo once > once.txt"))
-    assert run.returncode == 0, run.stderr
-    assert (codex.project / "once.txt").exists(), run.stderr
-    calls = [p for p in seen(codex.project) if p.get("tool_name") == "bash"]
-    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+    assert_each_hook_runs_once(codex, shell("echo once > once.txt"), "echo once > once.txt")
 
 
 def test_in_a_project_codex_does_not_trust_the_user_entry_still_guards(codex: Agent) -> None:
@@ -232,9 +236,4 @@ def test_outside_a_repository_each_hook_runs_once(codex: Agent) -> None:
     """With no ``.git`` above, Codex's project root is the trusted folder it starts in;
     it reads that folder's ``.codex/hooks.json``, and the user's entry stands down."""
     shutil.rmtree(codex.project / ".git")
-    codex.kodelet("codex", "install", "--scope", "user")
-    run = codex.run(shell("echo once > once.txt"))
-    assert run.returncode == 0, run.stderr
-    assert (codex.project / "once.txt").exists(), run.stderr
-    calls = [p for p in seen(codex.project) if p.get("tool_name") == "bash"]
-    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+    assert_each_hook_runs_once(codex, shell("echo once > once.txt"), "echo once > once.txt")

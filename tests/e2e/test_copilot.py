@@ -18,7 +18,15 @@ import pytest
 from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e import agent_clis
-from tests.e2e.agent_clis import COPILOT, STOP, Agent, connected, seen, write_hook
+from tests.e2e.agent_clis import (
+    COPILOT,
+    STOP,
+    Agent,
+    assert_each_hook_runs_once,
+    connected,
+    seen,
+    write_hook,
+)
 
 
 @pytest.fixture
@@ -125,12 +133,7 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(copilot: Agent)
     """Copilot CLI runs kodelet's entry of ``.github/hooks`` (a trusted folder) and
     that of ``~/.copilot/hooks`` for every call; the user's stands down, so each hook
     runs once."""
-    copilot.kodelet("copilot", "install", "--scope", "user")
-    run = copilot.run(shell("echo once > once.txt"))
-    assert run.returncode == 0, run.stderr
-    assert (copilot.project / "once.txt").exists(), run.stderr
-    calls = [p for p in seen(copilot.project) if p.get("tool_name") == "bash"]
-    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+    assert_each_hook_runs_once(copilot, shell("echo once > once.txt"), "echo once > once.txt")
 
 
 def untrusting(api: Any, agent: Agent, args: Sequence[str]) -> tuple[list[str], dict[str, str]]:

@@ -23,7 +23,15 @@ from kodelet.agents.standins.messages import Turn, text, tool
 from kodelet.agents.standins.openai import OpenAIAPI, Script
 
 from tests.e2e import agent_clis
-from tests.e2e.agent_clis import OPENCODE, STOP, Agent, connected, seen, write_hook
+from tests.e2e.agent_clis import (
+    OPENCODE,
+    STOP,
+    Agent,
+    assert_each_hook_runs_once,
+    connected,
+    seen,
+    write_hook,
+)
 
 
 @pytest.fixture
@@ -191,11 +199,8 @@ def test_uninstall_leaves_opencodes_plugins_as_they_were(opencode: Agent) -> Non
 def test_installed_at_project_and_user_scope_each_hook_runs_once(opencode: Agent) -> None:
     """opencode loads kodelet's plugin of ``.opencode/plugin`` and that of
     ``~/.config/opencode/plugin``; the user's stands down, so each hook runs once."""
-    opencode.kodelet("opencode", "install", "--scope", "user")
-    run = opencode.run(
-        [[tool("bash", command="echo once > once.txt", description="once")], [text("done")]]
+    assert_each_hook_runs_once(
+        opencode,
+        [[tool("bash", command="echo once > once.txt", description="once")], [text("done")]],
+        "echo once > once.txt",
     )
-    assert run.returncode == 0, run.stderr
-    assert (opencode.project / "once.txt").exists(), run.stderr
-    calls = [p for p in seen(opencode.project) if p.get("tool_name") == "bash"]
-    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]

@@ -16,7 +16,16 @@ import pytest
 from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e import agent_clis
-from tests.e2e.agent_clis import AFTER, QWEN, STOP, Agent, connected, seen, write_hook
+from tests.e2e.agent_clis import (
+    AFTER,
+    QWEN,
+    STOP,
+    Agent,
+    assert_each_hook_runs_once,
+    connected,
+    seen,
+    write_hook,
+)
 
 
 @pytest.fixture
@@ -121,9 +130,4 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(qwen: Agent) ->
     """Qwen Code runs kodelet's entry of ``.qwen/settings.json`` and that of
     ``~/.qwen/settings.json`` for every call; the user's stands down, so each hook runs
     once."""
-    qwen.kodelet("qwen", "install", "--scope", "user")
-    run = qwen.run(shell("echo once > once.txt"))
-    assert run.returncode == 0, run.stderr
-    assert (qwen.project / "once.txt").exists(), run.stderr
-    calls = [p for p in seen(qwen.project) if p.get("tool_name") == "bash"]
-    assert [p["tool_input"]["command"] for p in calls] == ["echo once > once.txt"]
+    assert_each_hook_runs_once(qwen, shell("echo once > once.txt"), "echo once > once.txt")
