@@ -121,9 +121,11 @@ class Dialect:
     sure_when: str = ""
     """What ``kodelet NAME status`` says must hold for kodelet to be sure the agent runs
     its project entry (so that the user's entry stands down)."""
-    process_names: tuple[str, ...] = ()
+    process_names: tuple[str, ...] = attrs.field(
+        default=attrs.Factory(lambda self: (self.binary,), takes_self=True)
+    )
     """What the agent's own process is called on its command line (a word's last path
-    part), to find it among the processes above a hook; empty: ``binary``."""
+    part), to find it among the processes above a hook; by default ``binary``."""
     sources_flag: str = ""
     """The agent's command-line flag that can leave some scopes' files out (Claude Code's
     ``--setting-sources user,project,local``)."""

@@ -177,7 +177,7 @@ def loads(
 def agent_argv(dialect: Dialect, lines: Sequence[Sequence[str]]) -> list[str] | None:
     """The words after the agent's own name on the nearest command line above the hook
     that holds it (``codex exec -c ...``); None when none does."""
-    names = dialect.process_names or (dialect.binary,)
+    names = dialect.process_names
     for args in lines:
         for i, word in enumerate(args):
             # kodelet's own command line names the agent too: ``--agent codex``.

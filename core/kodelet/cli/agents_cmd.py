@@ -260,7 +260,7 @@ def who_works(dialect: Dialect, scopes: list[dict[str, Any]], cwd: Path) -> None
     if dialect.project_env:
         env[dialect.project_env] = str(cwd)
     call = {"hook_event_name": dialect.agent_event("PreToolUse"), "cwd": str(cwd)}
-    plain = [[(dialect.process_names or (dialect.binary,))[0]]]
+    plain = [[dialect.process_names[0]]]
     found = worker(dialect, call, env, lambda: plain)
     for s in installed:
         named = {declared_scope(c) for c in s["commands"]}
