@@ -129,22 +129,30 @@ class SettingsFileError(KodeletError, ValueError):
 
 
 def read_settings_file(
-    path: str | os.PathLike[str], what: str = "Claude settings", *, empty_ok: bool = True
+    path: str | os.PathLike[str],
+    what: str = "Claude settings",
+    *,
+    empty_ok: bool = True,
+    comments: bool = False,
 ) -> tuple[str | None, dict[str, Any]]:
     """The one reader of Claude-style settings files, for running their hooks and for
     editing them (every agent's installer): the text (None when there is no file) and
     its JSON object. A cloned repository writes ``.claude/``, so it is read as strictly
-    as kodelet's own files: a regular file of bounded size, no duplicate keys."""
+    as kodelet's own files: a regular file of bounded size, no duplicate keys.
+    ``comments``: whole-line ``//`` comments are allowed (as Copilot CLI writes them)."""
     try:
         text = jsonio.read_file(path, what).decode("utf-8")
     except FileNotFoundError:
         return None, {}
     except (jsonio.FileError, UnicodeDecodeError) as exc:
         raise SettingsFileError(f"cannot read: {exc}") from None
-    if empty_ok and not text.strip():
+    read = text
+    if comments:
+        read = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("//"))
+    if empty_ok and not read.strip():
         return text, {}
     try:
-        data = jsonio.loads(text, str(path))
+        data = jsonio.loads(read, str(path))
     except ValueError as exc:
         raise SettingsFileError(f"not valid JSON: {exc}") from None
     if not isinstance(data, dict):

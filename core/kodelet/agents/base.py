@@ -459,21 +459,13 @@ def json_object(text: str) -> dict[str, Any] | None:
 
 def settings_json(path: Path, what: str) -> dict[str, Any] | None:
     """An agent's JSON settings file at ``path`` (empty when absent), whole-line ``//``
-    comments allowed (as Copilot CLI writes them); None when it cannot be read as such."""
-    from .. import jsonio
+    comments allowed; None when it cannot be read as such."""
+    from ..adapters.claude_settings import SettingsFileError, read_settings_file
 
     try:
-        text = jsonio.read_file(path, what).decode("utf-8")
-    except FileNotFoundError:
-        return {}
-    except (jsonio.FileError, UnicodeDecodeError):
+        return read_settings_file(path, what, comments=True)[1]
+    except SettingsFileError:
         return None
-    kept = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
-    try:
-        data = json.loads(kept) if kept.strip() else {}
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def last_line(text: str) -> str:
