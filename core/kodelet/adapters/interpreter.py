@@ -145,8 +145,9 @@ def explain(failure: str, file: str) -> str:
             fix = f"reinstall kodelet: {ours} cannot import it"
         else:
             fix = (
-                f"add {top} to kodelet's environment ({ours} -m pip install {top}, "
-                f"pipx inject kodelet {top}, or uv tool install kodelet --with {top}), or "
+                f"add {top} to kodelet's environment (kodelet plugins install {top}, which"
+                f" asks whichever installer made it: {ours} -m pip install {top},"
+                f" pipx inject kodelet {top}, or uv tool install kodelet --with {top}), or "
                 f"name a Python that has both on the #! line"
             )
     else:
