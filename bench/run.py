@@ -41,6 +41,7 @@ from kodelet.places import Places
 from kodelet.testing import executables as runners_of
 from kodelet.testing import per_call_runtime
 from kodelet.wire import payload_to_wire
+from stand_down import stand_down
 from warm import warm
 
 PY = sys.executable
@@ -659,6 +660,7 @@ def main() -> None:
             ("start-up", lambda: startup(root, scale)),
             ("corpus replay", lambda: corpus(root, scale)),
             ("warm kodelet", lambda: warm(root, scale)),
+            ("stand-down", lambda: stand_down(root, scale)),
         ):
             if args.only and name != args.only:
                 continue
