@@ -62,6 +62,10 @@ class Config:
     claude_on_failure: str = "block"
     """``[claude] on_failure``: what a bridge answers when kodelet itself cannot
     ("block", the default, or "allow")."""
+    codex_interactive_shells: str = "refuse"
+    """``[codex] interactive_shells``: whether kodelet refuses a Codex ``exec_command``
+    that opens an interactive shell or REPL ("refuse", the default, or "allow"): what is
+    typed into one reaches no hook (:mod:`kodelet.agents.interactive`)."""
     sources: Mapping[str, str] = attrs.field(factory=dict)
 
     def claude_off(self) -> str | None:
@@ -119,6 +123,7 @@ class Config:
             "no_hooks": self.no_hooks,
             "claude.hooks": self.claude_hooks,
             "claude.on_failure": self.claude_on_failure,
+            "codex.interactive_shells": self.codex_interactive_shells,
         }
         for name, hs in self.hooks.items():
             for key in ("timeout", "fail_closed", "enabled"):
@@ -218,6 +223,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 ON_FAILURE = ("block", "allow")
+INTERACTIVE_SHELLS = ("refuse", "allow")
 
 
 def on_failure_value(value: Any, where: str) -> str:
@@ -250,13 +256,25 @@ def _flatten(path: Path, data: dict[str, Any]) -> dict[_Key, Any]:
     flat: dict[_Key, Any] = {}
     for top, table in data.items():
         where = f"{path}: [{top}]"
-        if top not in ("hooks", "plugins", "plugin", "claude"):
+        if top not in ("hooks", "plugins", "plugin", "claude", "codex"):
             raise ConfigError(
-                f"{path}: unknown key {top!r} (known: hooks, plugins, plugin, claude)"
+                f"{path}: unknown key {top!r} (known: hooks, plugins, plugin, claude, codex)"
             )
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: expected a table")
-        if top == "claude":
+        if top == "codex":
+            for key, value in table.items():
+                if key != "interactive_shells":
+                    raise ConfigError(
+                        f"{path}: unknown key 'codex.{key}' (known: interactive_shells)"
+                    )
+                if value not in INTERACTIVE_SHELLS:
+                    raise ConfigError(
+                        f'{path}: codex.interactive_shells: expected "refuse" or "allow",'
+                        f" got {value!r}"
+                    )
+                flat[("codex", key)] = value
+        elif top == "claude":
             for key, value in table.items():
                 if key == "on_failure":
                     flat[("claude", key)] = on_failure_value(value, f"{path}: claude.on_failure")
@@ -361,5 +379,6 @@ def load_config(
         no_hooks=values.get(("no_hooks",), False),
         claude_hooks=values.get(("claude", "hooks"), True),
         claude_on_failure=values.get(("claude", "on_failure"), "block"),
+        codex_interactive_shells=values.get(("codex", "interactive_shells"), "refuse"),
         sources=sources,
     )

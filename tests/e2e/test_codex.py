@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kodelet.agents.standins.messages import Turn, text, tool
@@ -237,3 +239,56 @@ def test_outside_a_repository_each_hook_runs_once(codex: Agent) -> None:
     it reads that folder's ``.codex/hooks.json``, and the user's entry stands down."""
     shutil.rmtree(codex.project / ".git")
     assert_each_hook_runs_once(codex, shell("echo once > once.txt"), "echo once > once.txt")
+
+
+def typed_in(line: str) -> Any:
+    """The model opens a shell on a terminal (``exec_command`` with ``tty``) and types
+    ``line`` into it with ``write_stdin``, then ``exit``: each turn answers the tool
+    outputs so far, and the session is the one Codex said it started."""
+
+    def answer(request: dict[str, Any]) -> Turn:
+        outputs = [
+            str(item.get("output"))
+            for item in request.get("input") or []
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        ]
+        started = re.findall(r"session ID (\d+)", "\n".join(outputs))
+        session = int(started[0]) if started else 1000
+        steps: list[Turn] = [
+            [tool("exec_command", cmd="bash", tty=True, yield_time_ms=500)],
+            [tool("write_stdin", session_id=session, chars=f"{line}\n", yield_time_ms=1000)],
+            [tool("write_stdin", session_id=session, chars="exit\n", yield_time_ms=1000)],
+        ]
+        return steps[len(outputs)] if len(outputs) < len(steps) else [text("done")]
+
+    return answer
+
+
+def test_an_interactive_shell_is_refused_so_nothing_is_typed_past_the_guard(
+    codex: Agent,
+) -> None:
+    """Codex sends no hook for ``write_stdin``: kodelet refuses the ``exec_command`` that
+    would open the shell, and tells the model what to do instead."""
+    victim = codex.project / "victim"
+    victim.mkdir()
+    run = codex.run(typed_in("rm -rf victim"))
+    assert run.returncode == 0, run.stderr
+    assert victim.is_dir(), run.stderr
+    refused = run.tool_outputs()[0]
+    assert "write_stdin reaches no hook" in refused
+    assert "as its own exec_command call" in refused
+
+
+def test_with_interactive_shells_allowed_a_typed_in_command_runs_unseen(codex: Agent) -> None:
+    """The opt-out, and why it is not the default: the typed-in command runs, and the
+    guard saw only the shell being opened."""
+    (codex.project / ".kodelet" / "config.toml").write_text(
+        '[codex]\ninteractive_shells = "allow"\n'
+    )
+    victim = codex.project / "victim"
+    victim.mkdir()
+    run = codex.run(typed_in("rm -rf victim"))
+    assert run.returncode == 0, run.stderr
+    assert not victim.exists(), run.stderr
+    shells = [p["tool_input"] for p in seen(codex.project) if p.get("tool_name") == "bash"]
+    assert shells == [{"command": "bash"}]

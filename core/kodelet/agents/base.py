@@ -162,6 +162,20 @@ class Dialect:
         """The agent's hook file, in messages: "Codex hooks"."""
         return self.file_kind or f"{self.title} hooks"
 
+    def unguardable(self, data: Mapping[str, Any]) -> str | None:
+        """Why kodelet refuses the agent's call ``data`` (its own hook input) whatever its
+        hooks say: the call opens a way past every hook (Codex's interactive shell, whose
+        typed-in commands reach none); None for a call that does not, and for every agent
+        whose calls all reach a hook. The bridge asks before it runs any hook, and lets
+        the call go to the hooks when the project's config opts out
+        (:meth:`unguardable_allowed`)."""
+        return None
+
+    def unguardable_allowed(self, config: Any) -> bool:
+        """The project's :class:`kodelet.config.Config` lets the calls :meth:`unguardable`
+        refuses go to the hooks instead."""
+        return False
+
     def trust(self, path: Path, data: Mapping[str, Any]) -> dict[str, str]:
         """The trust records (key -> hash) the agent needs before it runs kodelet's entries
         in the hooks file ``path`` holding ``data``; empty when it needs none."""

@@ -169,6 +169,21 @@ def on_failure(data: Mapping[str, Any] | None, env: Mapping[str, str] | None = N
         return "block"
 
 
+def _opted_out(agent: Dialect, data: Mapping[str, Any], env: Mapping[str, str] | None) -> bool:
+    """The input's project config lets the call :meth:`Dialect.unguardable` refuses go to
+    the hooks; a config that cannot be read keeps the refusal."""
+    try:
+        from ..config import load_config
+        from ..places import Places, find_project
+
+        env = os.environ if env is None else env
+        cwd = data.get("cwd")
+        project = find_project(cwd if isinstance(cwd, str) and cwd else None, env)
+        return agent.unguardable_allowed(load_config(Places.resolve(project, None, env), env))
+    except Exception:  # whatever stops us reading it, the refusal stands
+        return False
+
+
 def failure_answer(name: Any, problem: str, agent: str = "claude") -> tuple[Answer | None, int]:
     """(answer, exit code) for a call kodelet could not answer: a block on the events
     that can block, the problem shown to the user on the others."""
@@ -306,6 +321,9 @@ def answer(
             if stands_down(agent, options.scope, raw_input, where, caller):
                 return agent.speak(None, 0, raw_input)  # that entry answers this call
         data = agent.to_claude(raw_input)
+        refused = agent.unguardable(raw_input)
+        if refused is not None and not _opted_out(agent, data, env):
+            return agent.speak(Answer(PRE_TOOL, blocked=True, reason=refused), 0, raw_input)
         out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)
     except Exception as exc:
         problem = _describe(exc)

@@ -44,6 +44,27 @@ class CodexDialect(Dialect):
             answer = attrs.evolve(answer, output=None, context=context)
         return super().say(answer, data)
 
+    def unguardable(self, data: Mapping[str, Any]) -> str | None:
+        """A shell call that opens an interactive shell or REPL: Codex 0.169.0 sends no
+        hook for ``write_stdin``, and its ``exec_command`` input carries the command alone
+        (not ``tty``), so what the model types into it is never checked
+        (:mod:`.interactive`)."""
+        if data.get("hook_event_name") != "PreToolUse":
+            return None
+        if self.claude_tool(data.get("tool_name")) != "Bash":
+            return None
+        tool_input = data.get("tool_input")
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if not isinstance(command, str | list):
+            return None
+        from .interactive import opens_interactive
+
+        program = opens_interactive(command)
+        return None if program is None else INTERACTIVE.format(program=program)
+
+    def unguardable_allowed(self, config: Any) -> bool:
+        return bool(config.codex_interactive_shells == "allow")
+
     def read(self, doc: Mapping[str, Any]) -> tuple[str, str]:
         outcome, reason = super().read(doc)
         if outcome == "asks":
@@ -130,6 +151,13 @@ class CodexDialect(Dialect):
         )
 
 
+INTERACTIVE = (
+    "kodelet refuses this command: it opens an interactive shell or REPL ({program}), and"
+    " what is typed into one with write_stdin reaches no hook, so no guard could check it."
+    " Run each command as its own exec_command call, and give a REPL its code instead"
+    " (python3 -c '...', python3 - <<'EOF' ... EOF, or a script file)."
+)
+"""The reason the model gets for a refused interactive shell: what to do instead."""
 _SYSTEM_CONFIG = ("/etc/codex/config.toml", "/etc/codex/managed_config.toml")
 """Codex's system and managed layers: either may move or distrust a project."""
 _DROPS = ("-p", "--profile", "--disable", "--ignore-user-config", "--worktree", "--remote")
@@ -224,6 +252,12 @@ CODEX = CodexDialect(
         " and no -c, --profile or --disable changes what Codex loads"
     ),
     trust_config="~/.codex/config.toml",
+    status_notes=(
+        "Codex sends no hook for write_stdin: kodelet refuses an exec_command that opens an"
+        " interactive shell or REPL (bash, python3, ...), whose typed-in commands no guard"
+        ' would see; [codex] interactive_shells = "allow" in .kodelet/config.toml lets one'
+        " through, unguarded.",
+    ),
     # Its shell tool reaches hooks as Bash; apply_patch edits, and no tool writes a file.
     write_tool=None,
     cannot_apply=(
