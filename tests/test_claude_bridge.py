@@ -166,7 +166,7 @@ def test_pre_tool_use_blocked_is_a_deny(claude_project: Path) -> None:
 def test_pre_tool_use_rewrite_is_updated_input(claude_project: Path) -> None:
     out = answered(hook(pre_tool(claude_project, "sudo ls")))
     # No permission decision: Claude Code applies the rewrite and still asks its own
-    # permission rules (Claude Code 2.1.328; an "allow" would skip them).
+    # permission rules (Claude Code 2.1.332; an "allow" would skip them).
     assert out == {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",

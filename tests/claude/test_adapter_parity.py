@@ -1,5 +1,5 @@
 """Claude Code settings hooks under kodelet (the adapter, ``claude run``, ``hooks run``)
-decide as the pinned Claude Code 2.1.328 does; what cannot be the same is listed in
+decide as the pinned Claude Code 2.1.332 does; what cannot be the same is listed in
 docs/CLAUDE.md. Real settings files, real shell commands, real kodelet processes."""
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def stop_payload(project: Path) -> AgentStopPayload:
 
 
 def test_continue_false_on_pre_tool_use_lets_the_tool_run(project: Path) -> None:
-    # Claude Code 2.1.328 runs the tool, then ends the session (kodelet cannot end it).
+    # Claude Code 2.1.332 runs the tool, then ends the session (kodelet cannot end it).
     settings(project, {"PreToolUse": [entry(echo({"continue": False, "stopReason": "halt"}))]})
     assert not dispatch(project, before(project)).blocked
 

@@ -76,7 +76,7 @@ def test_matcher_timeout_must_be_positive() -> None:
 
 
 def test_names_with_spaces_or_commas_are_a_list_as_claude_code_reads_them() -> None:
-    # Claude Code 2.1.328 splits a matcher made of names, '|', ',', spaces and '-' on
+    # Claude Code 2.1.332 splits a matcher made of names, '|', ',', spaces and '-' on
     # '|' and ',' and trims each name: "Edit | Bash" guards Bash (checked against the
     # binary in tests/e2e/test_claude_differential.py).
     assert matching("Edit | Bash") == ["Bash", "Edit"]

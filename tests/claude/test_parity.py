@@ -1,4 +1,4 @@
-"""The runner does what Claude Code 2.1.328 does, where the two once differed.
+"""The runner does what Claude Code 2.1.332 does, where the two once differed.
 
 Each case was checked against the pinned binary (tests/e2e/test_claude_differential.py
 runs the same hooks through it); real scripts, real processes."""

@@ -24,10 +24,10 @@ from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
 
 __all__ = ["CACHE", "InstallError", "Run", "claude_env", "install", "run_claude"]
 
-VERSION = "2.1.328"
+VERSION = "2.1.332"
 INTEGRITY = {
-    "linux-x64": "sha512-KuzL+dBHgDCFTHJxwW+xuBJdVKfBsesGx2BBcTOG9sYDGoAD7b1hUV8rsTS4xjoJs"
-    "B2SmeGraGjBiFuhrYuC9w==",
+    "linux-x64": "sha512-f4JWhzwYutJIHScC7/dYOPX6s28tt7ZADhsOi8zwOHq5fFPEuUeChh2NMfinSg0GrUckY"
+    "xaeebC4h0DqiKzLcw==",
 }
 
 

@@ -1,7 +1,7 @@
 """A stand-in MCP server for the end-to-end tests: JSON-RPC 2.0 over stdio, one message a line.
 
 Standard library only, so Claude Code can start it with any Python. Its tools cover
-the two shapes Claude Code 2.1.328 hands PostToolUse hooks as an MCP tool's
+the two shapes Claude Code 2.1.332 hands PostToolUse hooks as an MCP tool's
 ``tool_response``: ``echo`` answers its ``text`` as a text content block (Claude Code
 passes the list of blocks), ``lookup`` answers ``{"text": ...}`` as structured
 content (Claude Code passes it as a JSON string); ``store`` takes any object.

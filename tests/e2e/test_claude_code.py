@@ -361,7 +361,7 @@ esac
 
 
 def test_an_ask_reaches_claude_code_which_in_print_mode_rejects(agent: Agent) -> None:
-    """Claude Code 2.1.328 in ``-p`` has no one to ask: it rejects the call even though
+    """Claude Code 2.1.332 in ``-p`` has no one to ask: it rejects the call even though
     ``--allowedTools`` allows Bash, lists it in ``permission_denials``, and hands the model
     the reason as it is (a deny would read ``PreToolUse:Bash hook error: ...``)."""
     agent.hook("ask", ASK_HOOK)

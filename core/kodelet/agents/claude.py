@@ -20,7 +20,7 @@ CLAUDE = Dialect(
     title="Claude Code",
     binary="claude",
     package="@anthropic-ai/claude-code",
-    verified="2.1.328",
+    verified="2.1.332",
     config={
         "user": "~/.claude/settings.json",
         "project": ".claude/settings.json",

@@ -1,6 +1,6 @@
 """Shell-command hooks, run the way Claude Code runs them.
 
-The command goes through ``/bin/sh -c``, as Claude Code 2.1.328 runs it, in the
+The command goes through ``/bin/sh -c``, as Claude Code 2.1.332 runs it, in the
 input's ``cwd``, reads the input JSON on stdin and sees ``CLAUDE_PROJECT_DIR`` (and
 ``CLAUDE_PLUGIN_ROOT`` for a plugin's hook, ``CLAUDE_ENV_FILE`` for a SessionStart
 or Setup hook). Exit 0: stdout is the hook's JSON output if it parses as a JSON

@@ -76,7 +76,7 @@ EVENTS: dict[HookEvent, EventInfo] = {
     HookEvent.USER_PROMPT_SUBMIT: EventInfo(
         matcher_field=None, exit_two="block", stdout_is_context=True, specific_output=_CONTEXT
     ),
-    # Claude Code 2.1.328 takes additionalContext on Stop, SubagentStop and Setup too;
+    # Claude Code 2.1.332 takes additionalContext on Stop, SubagentStop and Setup too;
     # on a stop it is feedback the agent goes on to act on.
     HookEvent.STOP: EventInfo(matcher_field=None, exit_two="block", specific_output=_CONTEXT),
     HookEvent.SUBAGENT_STOP: EventInfo(

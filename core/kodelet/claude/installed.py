@@ -119,7 +119,7 @@ def own_hook(
     """The entry ``claude install`` writes for ``event``: the command, or with ``http``
     (url, authorization header) a ``type: "http"`` entry. ``onFailure: "block"`` makes
     Claude Code block the call when the command itself fails (not found, crashed) or
-    the URL does not answer: Claude Code 2.1.328 otherwise treats that as "go ahead"."""
+    the URL does not answer: Claude Code 2.1.332 otherwise treats that as "go ahead"."""
     hook: dict[str, Any] = {"type": "command", "command": command}
     if http is not None:
         hook = {"type": "http", "url": http[0], "headers": {"Authorization": http[1]}}

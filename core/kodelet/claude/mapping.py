@@ -307,7 +307,7 @@ def to_kodelet_result(
 
     ``tool_name`` is the Claude tool name, so ``updatedInput`` is translated back to
     the kodelet tool's keys (with no decision too: Claude Code applies it). As in
-    Claude Code 2.1.328, ``continue: false`` lets a tool call run (kodelet has no "end
+    Claude Code 2.1.332, ``continue: false`` lets a tool call run (kodelet has no "end
     the session" answer), blocks a prompt and cancels a Stop hook's follow-up; a Stop
     hook's ``additionalContext`` keeps the agent going as a follow-up; an ``ask`` is
     kodelet's ``ask`` (the host asks its approver, or blocks without one). None:

@@ -3,7 +3,7 @@
 ``None``, ``""`` and ``"*"`` match everything. A matcher made only of letters,
 digits, ``_``, ``-``, spaces, ``|`` and ``,`` is a list of exact names split on ``|``
 and ``,``, each trimmed (``Bash``, ``Write|Edit``, ``Edit | Bash``), as Claude Code
-2.1.328 reads the matchers of every event that has one.
+2.1.332 reads the matchers of every event that has one.
 Anything else is a regular expression searched in the value, as Claude Code
 does with JavaScript's ``RegExp.test`` (``Notebook.*``, ``^mcp__github__``); anchor
 it with ``^...$`` to match the whole name. A glob such as ``mcp__*`` or ``*Edit``

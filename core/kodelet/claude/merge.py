@@ -11,7 +11,7 @@ Priority" with Claude Code's documented precedence:
 - PreToolUse: deny > ask > allow > no decision; the reason is the first one given
   by a hook of the winning kind; ``updatedInput`` comes from the first hook of the
   winning kind that gives one, else from the first hook with no decision that gives
-  one (Claude Code 2.1.328 applies it and still asks its permission rules), never
+  one (Claude Code 2.1.332 applies it and still asks its permission rules), never
   with a deny; exit 2 is a deny;
 - PermissionRequest: deny > allow, the first decision of the winning kind;
 - events that can block (UserPromptSubmit, Stop, SubagentStop, TeammateIdle,
