@@ -246,7 +246,9 @@ def test_broken_hook_with_fail_closed_false_does_not_block(claude_project: Path)
     assert "guard" in proc.stderr
 
 
-def test_post_tool_use_maps_response_and_rewrite_becomes_context(claude_project: Path) -> None:
+def test_post_tool_use_maps_response_and_a_rewrite_replaces_the_result(
+    claude_project: Path,
+) -> None:
     data = claude_input(
         claude_project,
         "PostToolUse",
@@ -260,17 +262,21 @@ def test_post_tool_use_maps_response_and_rewrite_becomes_context(claude_project:
     assert payload["tool_output"] == {
         "toolName": "bash",
         "success": True,
-        "metadata": {"tool_response": {"stdout": "SECRET=1", "stderr": "", "interrupted": False}},
+        "metadata": {
+            "output": "SECRET=1",
+            "tool_response": {"stdout": "SECRET=1", "stderr": "", "interrupted": False},
+        },
         "timestamp": "",
     }
-    context = out["hookSpecificOutput"]["additionalContext"]
-    assert out["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
-    assert json.loads(context.split(": ", 1)[1]) == {
-        "toolName": "bash",
-        "success": True,
-        "error": "redacted",
-        "timestamp": "",
+    # The hook answered a result with no metadata, only an error: the model is shown
+    # that error in the result's place, never the old result beside it.
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": {"stdout": "redacted", "stderr": "", "interrupted": False},
+        }
     }
+    assert "SECRET" not in json.dumps(out)
 
 
 def test_post_tool_use_failure_is_a_failed_after_tool_call(claude_project: Path) -> None:

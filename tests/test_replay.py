@@ -251,16 +251,18 @@ def test_claude_transcript_imports_into_the_session_format() -> None:
     assert (read.id, read.name) == ("toolu_01R", "file_read")
     # after_tool_call gets what the bridge hands it: Claude Code's tool_response
     # (the transcript's toolUseResult), under kodelet's keys.
+    response = {
+        "type": "text",
+        "file": {
+            "filePath": "/home/dev/app/tests/test_api.py",
+            "numLines": 4,
+            "startLine": 1,
+            "totalLines": 4,
+        },
+    }
     assert read.output.success and read.output.metadata == {
-        "tool_response": {
-            "type": "text",
-            "file": {
-                "filePath": "/home/dev/app/tests/test_api.py",
-                "numLines": 4,
-                "startLine": 1,
-                "totalLines": 4,
-            },
-        }
+        "output": json.dumps(response),
+        "tool_response": response,
     }
     rm = session.turns[1].tool_calls[0]
     assert rm.name == "bash" and rm.input["command"] == "rm -rf / tmp/pytest-cache"

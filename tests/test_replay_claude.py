@@ -454,7 +454,10 @@ def test_a_replayed_tool_call_hands_hooks_what_the_bridge_hands_them(project: Pa
     assert call(replayed_before) == call(live_before)
     assert replayed_before["tool_input"] == {"file_path": "/w/notes.md", "text": "# notes\n"}
     assert call(replayed_after) == call(live_after)
-    assert replayed_after["tool_output"]["metadata"] == {"tool_response": WRITE_RESPONSE}
+    assert replayed_after["tool_output"]["metadata"] == {
+        "output": "# notes\n",
+        "tool_response": WRITE_RESPONSE,
+    }
 
 
 FOLLOW_UP = '{"follow_up_messages": ["run the tests"]}'

@@ -50,7 +50,14 @@ EXAMPLES: Mapping[Event, tuple[dict[str, Any], dict[str, Any]]] = {
             "tool_output": {
                 "toolName": "bash",
                 "success": True,
-                "metadata": {"output": "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG\n"},
+                "metadata": {
+                    "output": "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG\n",
+                    "tool_response": {
+                        "stdout": "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG\n",
+                        "stderr": "",
+                        "interrupted": False,
+                    },
+                },
                 "timestamp": "2025-05-14T09:12:20Z",
             },
             "tool_user_id": "toolu_02",

@@ -86,7 +86,9 @@ FIELD_DOCS: Mapping[str, str] = {
     "AfterToolCallPayload.tool_name": "The tool that ran.",
     "AfterToolCallPayload.tool_input": "The arguments it ran with (after any rewrite).",
     "AfterToolCallPayload.tool_output": (
-        "What the tool returned, as rewritten by earlier hooks. For a blocked call: "
+        "What the tool returned, as rewritten by earlier hooks: `metadata.output` is the "
+        "text the model is shown, in every agent and for every tool, and "
+        "`metadata.tool_response` the agent's own result. For a blocked call: "
         "`success: false` and the blocking reason as `error`."
     ),
     "AfterToolCallPayload.tool_user_id": "This call's id, as in its `before_tool_call`.",
@@ -120,7 +122,9 @@ FIELD_DOCS: Mapping[str, str] = {
     "StructuredToolResult.success": "Whether the tool succeeded.",
     "StructuredToolResult.error": "What went wrong. Left out when null.",
     "StructuredToolResult.metadata": (
-        "Tool-specific details (its output, an exit code, ...). Left out when null."
+        "`output`: the text the model is shown (a shell's stdout, then its stderr; a "
+        "file's content; an MCP tool's text), whichever agent ran the tool; "
+        "`tool_response`: the agent's own result, in its shape. Left out when null."
     ),
     "StructuredToolResult.timestamp": "When the tool finished, ISO 8601.",
     "BeforeToolCallResult.blocked": (
@@ -143,7 +147,9 @@ FIELD_DOCS: Mapping[str, str] = {
     ),
     "AfterToolCallResult.output": (
         "A new result for the tool, which the model sees instead; later hooks see it. "
-        "Omit (or null) to keep the result."
+        "A new `metadata.output` becomes the agent's own replacement of the result "
+        "(the rest of `metadata` may be left out); where an agent cannot replace it, "
+        "`kodelet AGENT status` says so. Omit (or null) to keep the result."
     ),
     "UserMessageSendResult.blocked": (
         "`true` refuses the message: it never reaches the model, and no later hook runs."

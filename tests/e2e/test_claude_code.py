@@ -19,6 +19,7 @@ import pytest
 from kodelet.agents.standins.messages import Script, Turn, text, tool
 
 from tests.e2e.claude_agent import DANGER_HOOK, REDACT_HOOK, REWRITE_HOOK, Agent, payloads, recorder
+from tests.kit import redaction
 
 
 @pytest.fixture
@@ -190,6 +191,18 @@ def test_redaction_replaces_the_result_the_model_gets(agent: Agent) -> None:
     assert "SECRET123" not in run.tool_result_text()
     assert "[redacted]" in run.tool_result_text()
     assert "SECRET123" not in json.dumps(run.api.main_requests()[1]["messages"][-1])
+
+
+@pytest.mark.parametrize("kind", ["bash", "read"])
+def test_the_events_md_redaction_keeps_the_key_from_the_model(agent: Agent, kind: str) -> None:
+    secrets = agent.project / ".env"
+    secrets.write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    agent.hook("redact", redaction.HOOK)
+    turn = bash("cat .env") if kind == "bash" else [tool("Read", file_path=str(secrets))]
+    run = agent.run([turn, [text("fin")]])
+    assert "[redacted]" in run.tool_result_text(), run.tool_result_text()
+    assert len(run.api.main_requests()) == 2
+    assert redaction.KEY not in run.seen_by_model()
 
 
 def test_a_file_write_rewrite_uses_claude_codes_keys(agent: Agent) -> None:

@@ -373,6 +373,10 @@ class Dialect:
         elif answer.output is not None:
             key = "updatedMCPToolOutput" if answer.output.mcp else "updatedToolOutput"
             specific[key] = answer.output.value
+        elif answer.withheld:
+            # No replacement in the tool's shape: stopping before the next model call is
+            # what keeps the result from the model.
+            out = {"continue": False, "stopReason": WITHHELD}
         elif answer.follow_up:
             out = {"decision": "block", "reason": answer.follow_up}
         if answer.context:
@@ -492,6 +496,10 @@ def last_line(text: str) -> str:
 BLOCKED = "blocked by a kodelet hook"
 ASKED = "a kodelet hook asks for approval"
 REWRITTEN = "kodelet hooks rewrote this tool result: "
+WITHHELD = (
+    "kodelet stopped the agent: a hook rewrote a tool result into text the agent cannot"
+    " put in that result's place, so the result is kept from the model"
+)
 PRE_TOOL = "PreToolUse"
 PROMPT = "UserPromptSubmit"
 AFTER_TOOL = ("PostToolUse", "PostToolUseFailure")
@@ -533,6 +541,9 @@ class Answer:
     """The tool call's new input; None: unchanged."""
     output: NewOutput | None = None
     """The tool's new result; None: unchanged."""
+    withheld: str = ""
+    """The text a hook put in place of the tool's result, which the agent cannot take
+    in the result's own shape: the result must be kept from the model."""
     context: str = ""
     """Added for the model beside the call, the result or the prompt."""
     follow_up: str = ""
@@ -567,7 +578,9 @@ class Answer:
             return cls(name, blocked=bool(result.blocked), reason=reason, context=context)
         if name in AFTER_TOOL and result.output is not None:
             output = _new_output(hook_input, result.output)
-            if output is None:
+            if isinstance(output, str):
+                return cls(name, withheld=output, context=context)
+            if output is None and name != "PostToolUse":
                 note = REWRITTEN + _wire_text(result.output)
                 context = f"{context}\n\n{note}" if context else note
             return cls(name, output=output, context=context)
@@ -585,21 +598,36 @@ def _context(result: Any) -> str:
     return extra if isinstance(extra, str) else "\n".join(extra)
 
 
-def _new_output(hook_input: Any, output: Any) -> NewOutput | None:
-    """The tool's result as a hook rewrote it; None when the rewrite does not say what
-    the tool returned (see :func:`kodelet.claude.mapping.to_kodelet_output`)."""
-    metadata = getattr(output, "metadata", None)
+def _new_output(hook_input: Any, output: Any) -> NewOutput | str | None:
+    """The tool's result as a hook rewrote it, in the agent's own shape: a new
+    ``metadata.output`` (the text the model is shown) is put back into the agent's
+    result (:func:`kodelet.tooltext.with_text`), else a new ``metadata.tool_response``
+    is taken as it is; a rewrite with neither shows the model its error, or nothing.
+    A str: the text the rewrite says, which cannot be put into the agent's shape, so
+    the result must be withheld. None: nothing to say (the result is unchanged, or the
+    event is no PostToolUse)."""
+    from ..tooltext import model_text, with_text
+
+    if hook_input.event.value != "PostToolUse":
+        return None
     old = getattr(hook_input, "tool_response", None)
-    if hook_input.event.value != "PostToolUse" or not isinstance(metadata, dict):
+    metadata = getattr(output, "metadata", None)
+    metadata = metadata if isinstance(metadata, dict) else {}
+    raw = metadata.get("tool_response", old)
+    text = metadata.get("output")
+    if not isinstance(text, str) and "tool_response" not in metadata:
+        text = getattr(output, "error", None) or ""
+    mcp = hook_input.tool_name.startswith("mcp__")
+    if isinstance(text, str) and text != model_text(raw):
+        new = with_text(raw, text)
+        return text if new is None else NewOutput(new, mcp=mcp)
+    if raw == old:
         return None
-    if "tool_response" not in metadata:
-        return None
-    new = metadata["tool_response"]
-    if isinstance(new, dict) and isinstance(old, dict):
+    if isinstance(raw, dict) and isinstance(old, dict):
         # Claude Code checks a built-in tool's replacement against the tool's own
         # output shape and silently keeps the original when keys are missing.
-        new = {**old, **new}
-    return NewOutput(new, mcp=hook_input.tool_name.startswith("mcp__"))
+        raw = {**old, **raw}
+    return NewOutput(raw, mcp=mcp)
 
 
 def _wire_text(output: Any) -> str:

@@ -31,6 +31,7 @@ from ..payloads import (
     StructuredToolResult,
     UserMessageSendPayload,
 )
+from ..tooltext import model_text
 from ..wire import converter as _wire
 from .events import HookEvent
 
@@ -219,10 +220,12 @@ def claude_input(
 def to_kodelet_output(
     name: str, response: Any, *, error: str | None = None, timestamp: str = ""
 ) -> StructuredToolResult:
-    """A Claude tool's result as kodelet's hooks see it: ``metadata.tool_response`` is
-    Claude Code's ``tool_response`` (the transcript's ``toolUseResult``), whatever its
-    shape; a failed call (``error`` given) is ``success: false`` with the error. The
-    bridge and the transcript importer both read results here."""
+    """A Claude tool's result as kodelet's hooks see it: ``metadata.output`` is the text
+    the model is shown (:func:`kodelet.tooltext.model_text`), the one field a redaction
+    rewrites in every agent, and ``metadata.tool_response`` is Claude Code's
+    ``tool_response`` (the transcript's ``toolUseResult``), whatever its shape; a failed
+    call (``error`` given) is ``success: false`` with the error. The bridge and the
+    transcript importer both read results here."""
     if error is not None:
         return StructuredToolResult(
             tool_name=name, success=False, error=error or "tool failed", timestamp=timestamp
@@ -233,7 +236,10 @@ def to_kodelet_output(
         except Exception:  # not kodelet's shape after all: keep it as metadata below
             pass
     return StructuredToolResult(
-        tool_name=name, success=True, metadata={"tool_response": response}, timestamp=timestamp
+        tool_name=name,
+        success=True,
+        metadata={"output": model_text(response), "tool_response": response},
+        timestamp=timestamp,
     )
 
 

@@ -47,7 +47,8 @@ PY_EXAMPLES = {
     #   return {"input": {**payload["tool_input"], "command": "pytest -q"}}""",
     Event.AFTER_TOOL_CALL: """\
     # Return a result dict, or None for no action. The tool has run: this event
-    # cannot block. To rewrite the output the model sees:
+    # cannot block. To rewrite the text the model sees (metadata.output, the same
+    # field in every agent; metadata.tool_response is the agent's raw result):
     #   return {"output": {**payload["tool_output"], "metadata": {"output": "..."}}}
     # To add a note for the model's next call:
     #   return {"additional_context": ["run the formatter before committing"]}""",

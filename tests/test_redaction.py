@@ -1,0 +1,170 @@
+"""One redaction for every agent: the text the model is shown is ``metadata.output``.
+
+The hook is docs/EVENTS.md's after_tool_call example (:mod:`tests.kit.redaction`): it
+rewrites ``tool_output.metadata.output`` and nothing else. Each agent's tool result,
+in that agent's own shape, goes through the real bridge; the answer must put the
+redacted text in the result's place in the form the agent applies, and must never
+carry the key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.testing import write_hook
+from kodelet.tooltext import model_text, with_text
+
+from tests.kit import redaction
+from tests.kit.cli import bridge
+
+KEY = redaction.KEY
+LINE = f"AWS_ACCESS_KEY_ID={KEY}\n"
+
+# --- the text, and the result rebuilt around new text ------------------------
+
+SHAPES = [
+    pytest.param(LINE, LINE, "new", id="text"),
+    pytest.param(
+        {"stdout": LINE, "stderr": "", "interrupted": False, "isImage": False},
+        LINE,
+        {"stdout": "new", "stderr": "", "interrupted": False, "isImage": False},
+        id="claude-bash",
+    ),
+    pytest.param(
+        {"type": "text", "file": {"filePath": "/p/.env", "content": LINE, "numLines": 1}},
+        LINE,
+        {"type": "text", "file": {"filePath": "/p/.env", "content": "new", "numLines": 1}},
+        id="claude-read",
+    ),
+    pytest.param(
+        [{"type": "text", "text": LINE}, {"type": "image", "data": "AA=="}],
+        LINE,
+        [{"type": "text", "text": "new"}, {"type": "image", "data": "AA=="}],
+        id="mcp-blocks",
+    ),
+    pytest.param(
+        {"llmContent": LINE, "returnDisplay": "1 line"},
+        LINE,
+        {"llmContent": "new", "returnDisplay": "1 line"},
+        id="gemini-raw",
+    ),
+    pytest.param(
+        {"matches": [LINE]},
+        json.dumps({"matches": [LINE]}),
+        None,
+        id="json-shown",
+    ),
+]
+
+
+@pytest.mark.parametrize(("response", "text", "rebuilt"), SHAPES)
+def test_each_shape_shows_its_text_and_takes_new_text_back(
+    response: Any, text: str, rebuilt: Any
+) -> None:
+    assert model_text(response) == text
+    assert with_text(response, "new") == rebuilt
+
+
+def test_a_shell_shows_stderr_after_stdout_and_a_rewrite_clears_it() -> None:
+    response = {"stdout": "out", "stderr": KEY, "interrupted": False}
+    assert model_text(response) == f"out\n{KEY}"
+    assert KEY not in json.dumps(with_text(response, "out\n[redacted]"))
+
+
+def test_a_json_shown_result_takes_a_rewrite_that_keeps_its_fields_only() -> None:
+    response = {"matches": [LINE], "secret": KEY}
+    redacted = model_text(response).replace(KEY, "[redacted]")
+    assert with_text(response, redacted) == {
+        "matches": ["AWS_ACCESS_KEY_ID=[redacted]\n"],
+        "secret": "[redacted]",
+    }
+    # Filling a dropped field back in from the old result would bring the key back.
+    assert with_text(response, json.dumps({"matches": []})) is None
+
+
+# --- through the bridge, per agent --------------------------------------------
+
+
+@pytest.fixture
+def redacting(project: Path) -> Path:
+    write_hook(project / ".kodelet" / "hooks", "redact", redaction.HOOK)
+    return project
+
+
+def post_tool(project: Path, tool: str, response: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "session_id": "s-1",
+        "transcript_path": "",
+        "cwd": str(project),
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": {},
+        "tool_response": response,
+        "tool_use_id": "call_1",
+        **extra,
+    }
+
+
+def answer(project: Path, data: dict[str, Any], *args: str) -> dict[str, Any]:
+    proc = bridge(data, *args, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert KEY not in proc.stdout, proc.stdout
+    out = json.loads(proc.stdout)
+    assert isinstance(out, dict)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("tool", "response", "key", "replaced"),
+    [
+        (
+            "Bash",
+            {"stdout": LINE, "stderr": "", "interrupted": False, "isImage": False},
+            "updatedToolOutput",
+            {"stdout": "AWS_ACCESS_KEY_ID=[redacted]\n", "stderr": "", "interrupted": False,
+             "isImage": False},
+        ),
+        (
+            "Read",
+            {"type": "text", "file": {"filePath": "/p/.env", "content": LINE, "numLines": 2,
+                                      "startLine": 1, "totalLines": 2}},
+            "updatedToolOutput",
+            {"type": "text", "file": {"filePath": "/p/.env",
+                                      "content": "AWS_ACCESS_KEY_ID=[redacted]\n",
+                                      "numLines": 2, "startLine": 1, "totalLines": 2}},
+        ),
+        (
+            "mcp__vault__get",
+            [{"type": "text", "text": LINE}],
+            "updatedMCPToolOutput",
+            [{"type": "text", "text": "AWS_ACCESS_KEY_ID=[redacted]\n"}],
+        ),
+    ],
+    ids=["bash", "read", "mcp"],
+)  # fmt: skip
+def test_claude_code_gets_the_redaction_as_its_own_replacement(
+    redacting: Path, tool: str, response: Any, key: str, replaced: Any
+) -> None:
+    out = answer(redacting, post_tool(redacting, tool, response))
+    assert out == {"hookSpecificOutput": {"hookEventName": "PostToolUse", key: replaced}}
+
+
+def test_a_rewrite_claude_code_cannot_take_stops_before_the_model_sees_it(
+    project: Path,
+) -> None:
+    """A JSON-shown result rewritten into text that is no longer its JSON: no
+    replacement would pass Claude Code's check of the tool's shape, so it stops."""
+    write_hook(
+        project / ".kodelet" / "hooks",
+        "withhold",
+        """#!/bin/bash
+[ "$1" = hook ] && { echo after_tool_call; exit 0; }
+echo '{"output": {"toolName": "grep", "success": true, "metadata": {"output": "withheld"}}}'
+""",
+    )
+    out = answer(project, post_tool(project, "Grep", {"mode": "files", "filenames": [KEY]}))
+    assert out["continue"] is False
+    assert "kept from the model" in out["stopReason"]
