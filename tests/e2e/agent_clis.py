@@ -53,7 +53,12 @@ CODEX = Pin(
         ),
     },
     entry="vendor/x86_64-unknown-linux-musl/bin/codex",
-    needs=("vendor/x86_64-unknown-linux-musl/bin/codex",),
+    # The host of its code mode (a JavaScript ``exec`` calling the other tools), which
+    # Codex runs with a model it knows.
+    needs=(
+        "vendor/x86_64-unknown-linux-musl/bin/codex",
+        "vendor/x86_64-unknown-linux-musl/bin/codex-code-mode-host",
+    ),
 )
 QWEN = Pin(
     "qwen",

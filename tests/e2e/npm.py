@@ -53,8 +53,8 @@ def unpack(
     """``target``, holding the files of the npm package ``spec`` (``name@version``): all
     of them, or just the paths in ``only`` (relative to the package's root). Fetched
     once; :class:`InstallError` says why it cannot be."""
-    if (target / COMPLETE).is_file():
-        return target
+    if (target / COMPLETE).is_file() and all((target / p).exists() for p in only):
+        return target  # unpacked before, with every file asked for now
     if shutil.which("npm") is None:
         raise InstallError("npm is not on PATH")
     cache.mkdir(parents=True, exist_ok=True)

@@ -292,3 +292,16 @@ def test_with_interactive_shells_allowed_a_typed_in_command_runs_unseen(codex: A
     assert not victim.exists(), run.stderr
     shells = [p["tool_input"] for p in seen(codex.project) if p.get("tool_name") == "bash"]
     assert shells == [{"command": "bash"}]
+
+
+def test_in_code_mode_each_tool_the_script_calls_reaches_the_guard(codex: Agent) -> None:
+    """With a model Codex knows, it gives the model its tools inside a JavaScript ``exec``
+    (code mode): no hook runs for the script, and each tool it calls reaches the hooks
+    as itself, so the guard still blocks the shell call."""
+    script = 'text(JSON.stringify(await tools.exec_command({cmd: "touch pwned # danger"})));'
+    turns: list[Turn] = [[{"type": "tool_use", "name": "exec", "input": script}], [text("done")]]
+    run = codex.run(turns, args=("-m", "gpt-6.1-sol"))
+    assert run.returncode == 0, run.stderr
+    assert not (codex.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+    assert [p["tool_name"] for p in seen(codex.project)] == ["bash"]

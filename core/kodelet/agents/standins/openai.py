@@ -63,6 +63,17 @@ def _responses_items(turn: Turn, serial: int) -> list[dict[str, Any]]:
                     "content": [{"type": "output_text", "text": block["text"], "annotations": []}],
                 }
             )
+        elif isinstance(block["input"], str):  # a freeform tool: Codex's exec, apply_patch
+            items.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_{serial}_{index}",
+                    "call_id": f"call_{serial}_{index}",
+                    "name": block["name"],
+                    "input": block["input"],
+                    "status": "completed",
+                }
+            )
         else:
             items.append(
                 {
@@ -176,6 +187,15 @@ class OpenAIAPI(StandIn):
         super().__init__()
         self.script = script
 
+    def is_main_loop(self, request: dict[str, Any]) -> bool:
+        """Tools offered, in the request or (Codex with a model it knows, which gives them
+        as an ``additional_tools`` input item) in its input."""
+        items = request.get("input")
+        given = isinstance(items, list) and any(
+            isinstance(item, dict) and item.get("type") == "additional_tools" for item in items
+        )
+        return given or super().is_main_loop(request)
+
     def get(self, path: str) -> Reply:
         model = {"id": "standin", "object": "model", "created": 0, "owned_by": "kodelet"}
         return json_reply({"object": "list", "data": [model]})
@@ -208,7 +228,10 @@ class OpenAIAPI(StandIn):
         seen: dict[str, str] = {}
         for body in self.main_requests():
             for item in body.get("input") or []:
-                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                if isinstance(item, dict) and item.get("type") in (
+                    "function_call_output",
+                    "custom_tool_call_output",
+                ):
                     seen.setdefault(str(item.get("call_id")), _as_text(item.get("output")))
             for message in body.get("messages") or []:
                 if message.get("role") == "tool":
