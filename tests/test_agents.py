@@ -133,8 +133,9 @@ def test_an_ask_is_a_deny_where_the_agent_has_no_one_to_ask(guarded: Path, agent
     )
 
 
-def test_a_replaced_tool_output_is_context_for_codex(guarded: Path) -> None:
-    """Codex 0.169.0 refuses ``updatedToolOutput``: the rewrite reaches the model as text."""
+def test_a_replaced_tool_output_is_codexs_blocking_reason(guarded: Path) -> None:
+    """Codex 0.169.0 refuses ``updatedToolOutput`` but puts a blocking PostToolUse
+    answer's reason in the output's place: the rewrite goes there, never beside it."""
     write_hook(guarded / ".kodelet" / "hooks", "redact", REDACT)
     call = {
         **pre_tool(guarded, "Bash", {"command": "cat .env"}),
@@ -142,10 +143,7 @@ def test_a_replaced_tool_output_is_context_for_codex(guarded: Path) -> None:
         "tool_response": "SECRET=1",
     }
     proc = bridge(call, "--agent", "codex", cwd=guarded)
-    specific = json.loads(proc.stdout)["hookSpecificOutput"]
-    assert set(specific) == {"hookEventName", "additionalContext"}
-    assert "kodelet hooks rewrote this tool result" in specific["additionalContext"]
-    assert "redacted" in specific["additionalContext"]
+    assert json.loads(proc.stdout) == {"decision": "block", "reason": "redacted"}
 
 
 def test_an_empty_prompt_is_no_user_message(guarded: Path) -> None:

@@ -168,3 +168,32 @@ echo '{"output": {"toolName": "grep", "success": true, "metadata": {"output": "w
     out = answer(project, post_tool(project, "Grep", {"mode": "files", "filenames": [KEY]}))
     assert out["continue"] is False
     assert "kept from the model" in out["stopReason"]
+
+
+def test_gemini_cli_gets_the_redaction_in_place_of_the_result(redacting: Path) -> None:
+    """Gemini CLI cannot replace a result, and added context goes beside it: the answer
+    blocks the result, the redacted text as the reason (what the model is sent)."""
+    data = {
+        **post_tool(redacting, "run_shell_command", {"llmContent": LINE, "returnDisplay": LINE}),
+        "hook_event_name": "AfterTool",
+    }
+    out = answer(redacting, data, "--agent", "gemini")
+    assert out["decision"] == "deny"
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in out["reason"]
+    assert "additionalContext" not in json.dumps(out)
+
+
+def test_gemini_cli_text_parts_are_the_text(redacting: Path) -> None:
+    parts = [{"text": "AWS_ACCESS_KEY_ID="}, {"text": f"{KEY}\n"}]
+    data = {
+        **post_tool(redacting, "read_file", {"llmContent": parts, "returnDisplay": ""}),
+        "hook_event_name": "AfterTool",
+    }
+    out = answer(redacting, data, "--agent", "gemini")
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in out["reason"]
+
+
+def test_codex_gets_the_redaction_as_the_outputs_replacement(redacting: Path) -> None:
+    """Codex's shell result is its text; a blocking answer's reason takes its place."""
+    out = answer(redacting, post_tool(redacting, "Bash", LINE), "--agent", "codex")
+    assert out == {"decision": "block", "reason": "AWS_ACCESS_KEY_ID=[redacted]\n"}

@@ -30,6 +30,7 @@ from tests.e2e.agent_clis import (
     seen,
     write_hook,
 )
+from tests.kit import redaction
 from tests.kit.warm import wait_for, warm
 
 
@@ -75,6 +76,15 @@ def test_added_context_and_a_follow_up_reach_the_model(codex: Agent) -> None:
     assert "kodelet after: the output is fine" in said
     assert "kodelet follow-up: run the tests" in said
     assert said.count("kodelet follow-up: run the tests") < 20  # once, not a loop
+
+
+def test_the_events_md_redaction_keeps_the_key_from_the_model(codex: Agent) -> None:
+    (codex.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    write_hook(codex.project, "redact", redaction.HOOK)
+    run = codex.run(shell("cat keys.txt"))
+    assert run.returncode == 0, run.stderr
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
+    assert redaction.KEY not in run.seen_by_model()
 
 
 def test_kodelet_failing_blocks_the_prompt(codex: Agent) -> None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kodelet.agents.standins.gemini import Turn, call, text
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import GEMINI, STOP, Agent, connected, seen, write_hook
+from tests.kit import redaction
 
 
 @pytest.fixture
@@ -49,6 +51,27 @@ def test_a_rewrite_runs_the_rewritten_command(gemini: Agent) -> None:
     assert run.returncode == 0, run.stderr
     assert not (gemini.project / "root.txt").exists()
     assert (gemini.project / "rewritten.txt").read_text() == "rewritten\n"
+
+
+@pytest.mark.parametrize(
+    "tool_call",
+    [
+        call("run_shell_command", command="cat keys.txt", description="run"),
+        call("read_file", file_path="keys.txt"),
+    ],
+    ids=["shell", "read_file"],
+)
+def test_the_events_md_redaction_keeps_the_key_from_the_model(
+    gemini: Agent, tool_call: Any
+) -> None:
+    """Gemini CLI cannot replace a result: the model gets the redacted text as the
+    reason the result is withheld, never the original."""
+    (gemini.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    write_hook(gemini.project, "redact", redaction.HOOK)
+    run = gemini.run([[tool_call], [text("done")]])
+    assert run.returncode == 0, run.stderr
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
+    assert redaction.KEY not in run.seen_by_model()
 
 
 def test_a_follow_up_reaches_the_model(gemini: Agent) -> None:

@@ -27,21 +27,27 @@ import attrs
 
 if TYPE_CHECKING:
     from ..claude.installed import OwnEntry
-from .base import REWRITTEN, Answer, Dialect
+from .base import Answer, Dialect
+
+EMPTY = "(kodelet hooks replaced this tool's output with nothing)"
 
 
 class CodexDialect(Dialect):
     """Codex 0.169.0 refuses, as an invalid answer, ``updatedInput`` without
     ``permissionDecision: "allow"``, a PreToolUse ``ask``, and any replaced tool
-    output: each is said the way Codex takes it."""
+    output: each is said the way Codex takes it (a replaced output as a blocking
+    PostToolUse answer, whose reason Codex puts in the output's place)."""
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
         if answer.ask:  # nobody to ask: kodelet's ask without an approver blocks
             answer = attrs.evolve(answer, ask=False, blocked=True)
-        if answer.output is not None:  # told to the model instead
-            note = REWRITTEN + answer.output.text()
-            context = f"{answer.context}\n\n{note}" if answer.context else note
-            answer = attrs.evolve(answer, output=None, context=context)
+        if answer.output is not None or answer.withheld:
+            # Codex refuses updatedToolOutput, but a blocking PostToolUse answer's reason
+            # is what the model gets in place of the tool's output (Codex 0.169.0).
+            new = answer.output.text() if answer.output is not None else answer.withheld
+            out = super().say(attrs.evolve(answer, output=None, withheld=""), data)
+            out.update(decision="block", reason=new or EMPTY)
+            return out
         return super().say(answer, data)
 
     def unguardable(self, data: Mapping[str, Any]) -> str | None:
@@ -260,11 +266,4 @@ CODEX = CodexDialect(
     ),
     # Its shell tool reaches hooks as Bash; apply_patch edits, and no tool writes a file.
     write_tool=None,
-    cannot_apply=(
-        (
-            "after_tool_call",
-            "a rewritten tool output: Codex refuses one, so the model gets the new output as"
-            " added text beside the real one",
-        ),
-    ),
 )

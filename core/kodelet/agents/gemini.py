@@ -22,7 +22,9 @@ from typing import Any
 
 import attrs
 
-from .base import NO_OBJECTION, PRE_TOOL, PROMPT, REWRITTEN, Answer, Dialect, Ran, last_line
+from .base import NO_OBJECTION, PRE_TOOL, PROMPT, Answer, Dialect, Ran, last_line
+
+REPLACED = "kodelet hooks replaced this tool's result with:\n"
 
 
 @attrs.frozen(eq=False)
@@ -42,7 +44,7 @@ class GeminiDialect(Dialect):
                     out["error"] = str(message or "tool failed")
                     out.pop("tool_response", None)
                 else:
-                    out["tool_response"] = response.get("llmContent")
+                    out["tool_response"] = _text(response.get("llmContent"))
         elif event == "Stop" and isinstance(out.get("prompt_response"), str):
             out.setdefault("last_assistant_message", out["prompt_response"])
         return out
@@ -59,9 +61,15 @@ class GeminiDialect(Dialect):
         if answer.input is not None:
             extra["tool_input"] = self._input(data.get("tool_name"), answer.input, to_claude=False)
         context = [answer.context] if answer.context else []
-        if answer.output is not None:
-            # Gemini CLI cannot replace a tool's result; the model is told instead.
-            context.append(REWRITTEN + answer.output.text())
+        new = answer.output.text() if answer.output is not None else answer.withheld
+        if answer.output is not None or answer.withheld:
+            # Gemini CLI cannot replace a tool's result, and added context goes beside the
+            # original. A blocking AfterTool answer is what keeps the original from the
+            # model: Gemini CLI 0.61.0 sends "Tool result blocked: <reason>" in its place,
+            # so the reason carries the rewrite (and any context, which it would drop).
+            reason = "\n\n".join([REPLACED + (new or "(nothing)"), *context])
+            out.update(decision="deny", reason=reason)
+            context = []
         if context:
             extra["additionalContext"] = "\n\n".join(context)
         if extra:
@@ -120,6 +128,15 @@ class GeminiDialect(Dialect):
             if inside and len(rule) > best:
                 best, level = len(rule), value
         return level in ("TRUST_FOLDER", "TRUST_PARENT")
+
+
+def _text(content: Any) -> Any:
+    """A tool's ``llmContent`` as its text when it is text parts only (Gemini's
+    ``[{"text": ...}]``), so that ``metadata.output`` is that text; else unchanged."""
+    parts = content if isinstance(content, list) and content else None
+    if parts and all(isinstance(p, dict) and set(p) == {"text"} for p in parts):
+        return "".join(str(p["text"]) for p in parts)
+    return content
 
 
 def _json_file(path: Path) -> dict[str, Any]:
@@ -182,8 +199,9 @@ GEMINI = GeminiDialect(
     cannot_apply=(
         (
             "after_tool_call",
-            "a rewritten tool output: Gemini CLI cannot replace a result, so the model gets"
-            " the new output as added text beside the real one",
+            "a rewritten tool output: Gemini CLI cannot replace a result, so kodelet"
+            ' withholds it (decision deny): the model gets "Tool result blocked:" and the'
+            " rewritten text as the reason, never the original",
         ),
         ("before_tool_call", "added context: Gemini CLI takes none before a tool call"),
     ),
