@@ -70,13 +70,16 @@ def isolated_home(
 @pytest.fixture(autouse=True)
 def warm_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A runtime directory of the test's own for warm kodelets (short: a socket path
-    must fit in 108 bytes), and every warm kodelet in it stopped afterwards."""
+    must fit in 108 bytes), and every warm kodelet in it stopped afterwards: the HTTP
+    transport's records go first, as an uninstall removes them, or a warm kodelet
+    holding their ports would restart rather than stop."""
     top = Path(tempfile.mkdtemp(prefix="kw", dir="/tmp"))
     directory = top / "run"
     monkeypatch.setenv("KODELET_DAEMON_DIR", str(directory))
     yield directory
     from kodelet.warm import control
 
+    shutil.rmtree(Path(os.environ["KODELET_HOME"]) / "warm" / "http", ignore_errors=True)
     control.stop_all({**os.environ, "KODELET_DAEMON_DIR": str(directory)})
     shutil.rmtree(top, ignore_errors=True)
 

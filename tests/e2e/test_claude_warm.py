@@ -6,21 +6,25 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
+from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kodelet.agents.standins.messages import text, tool
+from kodelet.agents.standins.messages import Script, is_main_loop, text, tool
 from kodelet.testing import write_hook
 from kodelet.warm import control
 
 from tests.e2e.claude_agent import DANGER_HOOK
 from tests.e2e.claude_code import Run, run_claude
+from tests.kit.another_user import Attack, needs_root, racing_for
 from tests.kit.cli import venv_kodelet as kodelet
+from tests.kit.warm import wait_for
 
 TOUCH = "touch marker-{n}  # danger"
 
@@ -150,3 +154,49 @@ def test_the_http_transport_at_user_scope_guards_every_project(
     warm = {i["project"]: i for i in control.running()}
     assert warm[str(guarded)]["http_user"] == warm[str(other)]["http_user"] == url
     assert warm[str(guarded)]["calls"] + warm[str(other)]["calls"] >= 8
+
+
+@needs_root
+@pytest.mark.parametrize("how", ["daemon stop", "SIGTERM"])
+def test_a_stopped_warm_kodelet_keeps_the_port_from_another_user(
+    claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path, how: str
+) -> None:
+    """Mid-session, the warm kodelet is stopped while another user retries binding its
+    port. It used to exit: the other user's server got the next call, with the secret,
+    answered "go ahead", and ``rm -rf victim`` ran. Now it restarts holding the port."""
+    kodelet(venv_bin, "claude", "install", "--scope", "local", "--transport", "http", cwd=guarded)
+    port = port_of(settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]["url"])
+    victim = guarded / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    attacks: list[Attack] = []
+    with ExitStack() as stack:
+
+        def model(request: dict[str, Any]) -> list[dict[str, Any]]:
+            if not is_main_loop(request):
+                return [text("ok")]
+            if any(m.get("role") == "assistant" for m in request.get("messages", [])):
+                return [text("done")]
+            # The session started: its warm kodelet holds the port, the other user races.
+            (before,) = [i for i in control.running() if i.get("project") == str(guarded)]
+            attack = stack.enter_context(racing_for(port))
+            attacks.append(attack)
+            if how == "daemon stop":
+                kodelet(venv_bin, "daemon", "stop", cwd=guarded)
+            else:
+                os.kill(before["pid"], signal.SIGTERM)
+
+            def restarted_or_taken() -> bool:
+                again = [i for i in control.running() if i.get("started") != before["started"]]
+                return bool(again) or attack.process.poll() is not None
+
+            wait_for(restarted_or_taken, 60)
+            return [tool("Bash", command="rm -rf victim  # danger")]
+
+        run = run_claude(
+            claude_bin, guarded, isolated_home, Script(model), path_prefix=[str(venv_bin)]
+        )
+    assert (victim / "keep").exists(), "the other user's server let rm -rf run"
+    (attack,) = attacks
+    assert not attack.bound and attack.tries > 0
+    assert "no danger here" in run.tool_result_text(0)

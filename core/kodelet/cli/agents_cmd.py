@@ -25,7 +25,7 @@ from ..agents import DEFAULT, DIALECTS, Dialect
 from ..agents.installs import lean_command
 from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
 from ..config import ConfigError, load_config
-from ..places import Places
+from ..places import Places, find_project
 from . import hook_trust
 from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 from .hook_files import (
@@ -166,6 +166,11 @@ def change(
         else:
             new = without_ours(data)
             typer.echo(write_without_ours(path, old or "", data, dry_run, keys))
+            if "http" in dialect.transports and scope in ("local", "user") and not dry_run:
+                from ..warm import http as warm_http
+
+                if warm_http.forget(Places.resolve(find_project(cwd)), scope):
+                    typer.echo("the HTTP transport's port and secret are released")
         if trusted := hook_trust.change(dialect, path, data, new, dry_run):
             typer.echo(trusted)
     except SettingsError as exc:

@@ -65,6 +65,10 @@ def install(
     if transport is Transport.http:
         http = lambda: _http_entry(ctx, str(scope), dry_run)  # noqa: E731
     change(ctx, CLAUDE, str(scope), dry_run, install=True, http=http)
+    if http is not None and not dry_run:
+        from ..warm import http as warm_http
+
+        warm_http.settle(Places.resolve(find_project(state(ctx).cwd)), str(scope))
 
 
 install.__annotations__["scope"] = _SCOPE

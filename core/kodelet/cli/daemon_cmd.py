@@ -52,18 +52,25 @@ def stop(
     cwd: CwdOpt = None,
     all_: Annotated[bool, typer.Option("--all", help="Stop every warm kodelet of yours.")] = False,
 ) -> None:
-    """Stop the project's warm kodelet (or all of them); its hook processes end with it."""
-    if all_:
-        typer.echo(f"stopped {control.stop_all()} warm kodelet(s)")
-        return
-    project = str(find_project(cwd))
-    mine = [i for i in control.running() if i.get("project") == project]
+    """Stop the project's warm kodelet (or all of them); its hook processes end with it.
+    One holding the port of an installed HTTP transport restarts instead: a port left
+    free could be taken by another local user. Uninstalling the transport frees it."""
+    project = None if all_ else str(find_project(cwd))
+    mine = [i for i in control.running() if "pid" in i and project in (None, i.get("project"))]
     if not mine:
-        typer.echo(f"no warm kodelet runs for {project}")
+        typer.echo(f"no warm kodelet runs for {project}" if project else "no warm kodelet runs")
         return
     for info in mine:
-        control.stop(info)
-        typer.echo(f"stopped warm kodelet {info['pid']} of {project}")
+        where = info["project"]
+        if control.stop(info):
+            typer.echo(f"stopped warm kodelet {info['pid']} of {where}")
+            continue
+        ports = ", ".join(control.keeps_port(info)) or "its HTTP port"
+        typer.echo(
+            f"restarted warm kodelet {info['pid']} of {where}: it keeps {ports} for the "
+            "installed HTTP transport (a free port could be taken by another user); "
+            "`kodelet claude uninstall` with that scope frees it"
+        )
 
 
 @app.command("status")

@@ -82,8 +82,11 @@ def ensure(env: Mapping[str, str], wait: float = 20.0, scope: str = "local") -> 
     try:
         where = protocol.Where(project, env)
         key = "http_user" if scope == "user" else "http"
-        http = json.loads(protocol.wait_started(where, env, wait)).get(key)
+        status = json.loads(protocol.wait_started(where, env, wait))
+        http = status.get(key)
         problem = "" if http and http.startswith("http://") else (http or NO_HTTP)
+        if not problem and scope in status.get("http_pending", ()):
+            problem = rotated(project, scope)
     except protocol.Unavailable as exc:
         problem = str(exc)
     if not problem:
@@ -93,6 +96,8 @@ def ensure(env: Mapping[str, str], wait: float = 20.0, scope: str = "local") -> 
         f"HTTP ({problem}); the session is stopped rather than run unguarded. "
         "`kodelet daemon status` shows it; `kodelet claude install` (without "
         "--transport http) goes back to the command transport."
+        if not problem.startswith(ROTATED)
+        else f"kodelet: {problem}"
     )
     sys.stdout.write(json.dumps({"continue": False, "stopReason": reason}) + "\n")
     sys.stdout.flush()
@@ -105,6 +110,28 @@ def ensure(env: Mapping[str, str], wait: float = 20.0, scope: str = "local") -> 
     if started_by_claude:
         stop_host()
     return 2
+
+
+ROTATED = "the HTTP transport's port"
+
+
+def rotated(project: str, scope: str) -> str:
+    """The secret was rotated (the port was free while sessions could call it, so a
+    stranger may have read it): the settings file is told the new one, and this session,
+    which read the old one, is stopped. "" when the install that tells it fails."""
+    import subprocess
+
+    argv = [sys.executable, "-I", "-m", "kodelet", "claude", "install", "--scope", scope]
+    done = subprocess.run(
+        [*argv, "--transport", "http"], cwd=project, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        return f"rotating its secret failed: {done.stderr.strip() or done.stdout.strip()}"
+    return (
+        f"{ROTATED} was left free while sessions could call it (its warm kodelet died "
+        "without handing it over), so its secret may have been read: kodelet rotated "
+        "the secret and wrote the new one into the settings; start the session again."
+    )
 
 
 def tell_user(text: str, log: str | None) -> None:

@@ -51,10 +51,13 @@ def running(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
 
 
 def stop(info: Mapping[str, Any], wait: float = 10.0) -> bool:
-    """Stop one warm kodelet (asked, then SIGTERM, then SIGKILL); True once it is gone."""
+    """Stop one warm kodelet (asked, then SIGTERM, then SIGKILL); True once it is gone.
+    One holding the port of an installed HTTP entry restarts instead (:func:`restarted`):
+    killing it would leave the port free for another local user to take."""
     pid = int(info["pid"])
     with contextlib.suppress(protocol.Unavailable):
-        ask(info["socket"], "stop")
+        if ask(info["socket"], "stop").get("keeps"):
+            return False
     deadline = time.monotonic() + wait
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
         if sig is not None:
@@ -69,12 +72,18 @@ def stop(info: Mapping[str, Any], wait: float = 10.0) -> bool:
 
 
 def stop_all(env: Mapping[str, str] | None = None) -> int:
-    """Stop every warm kodelet of this user (in ``env``'s directory); how many were."""
+    """Stop every warm kodelet of this user (in ``env``'s directory); how many were (one
+    that restarted, keeping an HTTP port, was not)."""
     count = 0
     for info in running(env):
         if "pid" in info and stop(info):
             count += 1
     return count
+
+
+def keeps_port(info: Mapping[str, Any]) -> list[str]:
+    """The HTTP URLs ``info``'s warm kodelet holds for installed entries."""
+    return [u for u in (info.get("http"), info.get("http_user")) if u and u.startswith("http")]
 
 
 def start(

@@ -35,6 +35,8 @@ from ..places import CACHE, Places
 
 __all__ = ["Fingerprint", "files", "fingerprint", "written_since"]
 
+WARM = "warm"
+"""The warm kodelets' records (HTTP ports, secrets, leases) under the kodelet home."""
 NOT_WALKED = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 """Directories never entered: version control, dependencies and byte code, which
 nothing kodelet loads is defined by."""
@@ -138,7 +140,7 @@ class _Taker:
         pending = [(root, top)]
         for directory, st in pending:  # grows as it goes
             for name, path in self.entries(directory, st):
-                if directory == root and name == CACHE:
+                if directory == root and name in (CACHE, WARM):
                     continue  # kodelet's own writes, not what defines the runtime
                 inner = self.stat(path)
                 if inner is None or not stat.S_ISDIR(inner.st_mode) or name in NOT_WALKED:

@@ -6,8 +6,13 @@ and keeps them in a file only its user can read (``<kodelet home>/warm/http/``);
 settings entries carry the secret as a bearer token, and the settings file is made
 0600. The warm kodelet binds ``127.0.0.1:<port>`` and answers only requests that
 carry the secret: another local user can neither use it nor read its answers. Claude
-Code cannot check who answers, so a warm kodelet with HTTP never exits idle, and the
-SessionStart entry checks that it is the one holding the port (docs/SECURITY.md).
+Code cannot check who answers, so the port must never be free while an entry points
+at it: a warm kodelet holding it never exits idle, hands it over across its own
+restarts (:meth:`~.server.Server.restart`), and the SessionStart entry checks that
+the holder knows the secret (docs/SECURITY.md). What holds the port leaves a
+:func:`lease`; a fresh bind that finds the last holder died in this boot without
+handing the port over rotates the secret, since a stranger may have held the port
+and read it meanwhile.
 
 The port is reachable by every local user and, through DNS rebinding, by any web page
 the user opens: a request must name the loopback host it was sent to and come from no
@@ -27,6 +32,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -35,9 +41,24 @@ import attrs
 
 from .. import jsonio
 from ..places import Places
+from .fingerprint import WARM
 from .protocol import INPUT_CAP
 
-__all__ = ["PATH", "Limits", "Record", "bind", "held_by_kodelet", "record_path"]
+__all__ = [
+    "PATH",
+    "Limits",
+    "Record",
+    "bind",
+    "drop_lease",
+    "forget",
+    "held_by_kodelet",
+    "lease",
+    "lost",
+    "record_path",
+    "rotate",
+    "serve",
+    "settle",
+]
 
 PATH = "/kodelet/claude/hook"
 """The URL path of kodelet's entries: how ``claude status`` and uninstall know them."""
@@ -56,6 +77,9 @@ class Record:
     project: str
     port: int
     secret: str
+    pending: bool = False
+    """The secret was rotated and the settings file still carries the old one:
+    ``claude ensure`` rewrites the entries (:func:`settle` once done)."""
 
     @property
     def url(self) -> str:
@@ -69,7 +93,7 @@ def record_path(places: Places, scope: str = "local") -> Path:
     """One record per project under the kodelet home, and one for the user scope. Not
     the warm kodelet's key: that changes with every kodelet upgrade, and the port and
     secret in the settings file must not."""
-    base = places.global_root / "warm" / "http"
+    base = places.global_root / WARM / "http"
     if scope == "user":
         return base / "user.json"
     name = hashlib.sha256(os.fsencode(places.cwd)).hexdigest()[:24]
@@ -80,10 +104,8 @@ def _owner(places: Places, scope: str) -> str:
     return EVERY_PROJECT if scope == "user" else str(places.cwd)
 
 
-def load(places: Places, scope: str = "local") -> Record | None:
-    """The record of ``scope`` (a local one: the project's), or None; one another user
-    could have written, or one of another project, is ignored."""
-    path = record_path(places, scope)
+def _read_private(path: Path) -> Any:
+    """The JSON at ``path`` if this user wrote it and only this user can read it."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -93,10 +115,24 @@ def load(places: Places, scope: str = "local") -> Record | None:
         if st.st_uid != os.getuid() or st.st_mode & 0o077:
             return None
         try:
-            data = json.load(f)
-            found = Record(str(data["project"]), int(data["port"]), str(data["secret"]))
-        except (ValueError, KeyError, TypeError):
+            return json.load(f)
+        except ValueError:
             return None
+
+
+def load(places: Places, scope: str = "local") -> Record | None:
+    """The record of ``scope`` (a local one: the project's), or None; one another user
+    could have written, or one of another project, is ignored."""
+    data = _read_private(record_path(places, scope))
+    try:
+        found = Record(
+            str(data["project"]),
+            int(data["port"]),
+            str(data["secret"]),
+            data.get("pending") is True,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
     return found if found.project == _owner(places, scope) else None
 
 
@@ -111,7 +147,14 @@ def ensure_record(places: Places, scope: str = "local") -> Record:
     found = load(places, scope)
     if found is not None:
         return found
-    record = Record(_owner(places, scope), free_port(), secrets.token_urlsafe(32))
+    return _write(places, scope, Record(_owner(places, scope), free_port(), _secret()))
+
+
+def _secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def _write(places: Places, scope: str, record: Record) -> Record:
     path = record_path(places, scope)
     for directory in (path.parent.parent, path.parent):
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -119,6 +162,91 @@ def ensure_record(places: Places, scope: str = "local") -> Record:
     text = json.dumps(attrs.asdict(record), indent=2) + "\n"
     jsonio.write_atomically(path, text, mode=0o600)
     return record
+
+
+def rotate(places: Places, record: Record, scope: str = "local") -> Record:
+    """The record with a new secret, the settings file still to be told (``pending``)."""
+    return _write(places, scope, attrs.evolve(record, secret=_secret(), pending=True))
+
+
+def settle(places: Places, scope: str = "local") -> None:
+    """The settings file carries the record's secret again."""
+    found = load(places, scope)
+    if found is not None and found.pending:
+        _write(places, scope, attrs.evolve(found, pending=False))
+
+
+# -- who holds the port ---------------------------------------------------------------
+
+
+def _lease_path(places: Places, scope: str) -> Path:
+    return record_path(places, scope).with_suffix(".lease")
+
+
+def _boot() -> str:
+    """This boot of the machine; "" where the system does not say (then every holder
+    that is gone counts as gone in this boot)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _birth(pid: int) -> str:
+    """When ``pid`` started (clock ticks since boot), "" once it is gone (a zombie
+    too): a pid reused is another process. "?" for a live one where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return "?" if _alive(pid) else ""
+    return "" if len(fields) < 20 or fields[0] == "Z" else fields[19]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lease(places: Places, scope: str = "local") -> None:
+    """Note that this process holds ``scope``'s port (kept across its restarts)."""
+    pid = os.getpid()
+    text = json.dumps({"pid": pid, "birth": _birth(pid), "boot": _boot()}) + "\n"
+    jsonio.write_atomically(_lease_path(places, scope), text, mode=0o600)
+
+
+def drop_lease(places: Places, scope: str = "local") -> None:
+    """The port is released because no entry points at it any more."""
+    with contextlib.suppress(FileNotFoundError):
+        _lease_path(places, scope).unlink()
+
+
+def forget(places: Places, scope: str = "local") -> bool:
+    """Uninstalled: the record goes, and the warm kodelet holding its port releases it
+    (a reinstall chooses a new port and secret). Whether there was one."""
+    try:
+        record_path(places, scope).unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def lost(places: Places, scope: str = "local") -> bool:
+    """Whether the last holder of ``scope``'s port died in this boot without handing it
+    over or releasing it: the port was free while sessions could still call it."""
+    data = _read_private(_lease_path(places, scope))
+    if not isinstance(data, dict) or data.get("boot") != _boot():
+        return False  # never held, released, or held before a reboot ended every session
+    pid = data.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return True
+    return _birth(pid) in ("", None) or _birth(pid) != data.get("birth")
 
 
 @attrs.frozen
@@ -209,10 +337,29 @@ class _Server(ThreadingHTTPServer):
     token: str
     answer: Any
 
-    def __init__(self, address: tuple[str, int], limits: Limits) -> None:
-        super().__init__(address, _Handler)
+    def __init__(self, address: tuple[str, int], limits: Limits, fd: int | None) -> None:
+        super().__init__(address, _Handler, bind_and_activate=fd is None)
+        if fd is not None:  # handed over by the warm kodelet this process was
+            self.socket.close()
+            self.socket = socket.socket(fileno=fd)
+            if self.socket.getsockname() != address:
+                self.socket.close()
+                raise OSError(f"the socket handed over is not {address[0]}:{address[1]}")
+            self.server_address = address
+            self.server_name, self.server_port = address
         self.limits = limits
         self._slots = threading.BoundedSemaphore(limits.connections)
+
+    def drain(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) for the calls being answered to be answered."""
+        deadline = time.monotonic() + timeout
+        taken = 0
+        while taken < self.limits.connections and self._slots.acquire(
+            timeout=max(0.0, deadline - time.monotonic())
+        ):
+            taken += 1
+        for _ in range(taken):
+            self._slots.release()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -252,12 +399,17 @@ def held_by_kodelet(record: Record, timeout: float = 5.0) -> bool:
 
 
 def bind(
-    record: Record, answer: Any, limits: Limits | None = None
+    record: Record, answer: Any, limits: Limits | None = None, fd: int | None = None
 ) -> tuple[_Server, threading.Thread]:
-    """Listen on the record's port; ``answer(raw) -> (stdout, code)`` answers each call."""
-    httpd = _Server((HOST, record.port), limits or Limits())
+    """Listen on the record's port (or on ``fd``, the listening socket of it a restart
+    handed over); ``answer(raw) -> (stdout, code)`` answers each call."""
+    httpd = _Server((HOST, record.port), limits or Limits(), fd)
     httpd.token = record.header()
     httpd.answer = answer
+    return httpd, serve(httpd)
+
+
+def serve(httpd: _Server) -> threading.Thread:
     thread = threading.Thread(target=httpd.serve_forever, name="kodelet-http", daemon=True)
     thread.start()
-    return httpd, thread
+    return thread

@@ -11,11 +11,14 @@ Only its user reaches it: the socket is 0600 in a 0700 directory this user owns
 are checked. One runs per project (a lock held for its lifetime); it exits after
 ``KODELET_DAEMON_IDLE`` seconds without a call (default 1800), when its project
 directory is gone, or when its own code was replaced on disk; its hook processes
-are killed when it exits. Calls are served concurrently: a hook that hangs holds
-only its own call, until its timeout. A call runs only once its client confirmed,
-after the acknowledgement, that it still waits (:func:`.protocol.call`): a client
-that gave up on a stopped or overloaded warm kodelet answered the call itself, and
-the warm kodelet never runs it.
+are killed when it exits. Not while it holds the port of an installed HTTP entry:
+then it restarts in place, handing the port over (:meth:`Server.restart`), or keeps
+serving, since a port left free could be taken by another local user.
+
+Calls are served concurrently: a hook that hangs holds only its own call, until its
+timeout. A call runs only once its client confirmed, after the acknowledgement, that
+it still waits (:func:`.protocol.call`): a client that gave up on a stopped or
+overloaded warm kodelet answered the call itself, and the warm kodelet never runs it.
 """
 
 from __future__ import annotations
@@ -50,6 +53,12 @@ TICK = 1.0
 KEPT = 8
 SESSIONS = 4096
 """HTTP sessions whose project is remembered, the least recently seen forgotten first."""
+MODULE = "kodelet.warm.server"
+DRAIN = 30.0
+"""Seconds a restart waits for the HTTP calls being answered before it hands over."""
+STOP = "asked to stop"
+REPLACED = "kodelet was replaced on disk"
+GONE = "its project directory is gone"
 PATIENCE = 60.0
 """Seconds a connection may take to send its request and its GO: a client stopped
 midway holds one thread that long, never the warm kodelet."""
@@ -71,7 +80,7 @@ class Server:
     def __init__(self, project: Path, env: Mapping[str, str], idle: float = IDLE) -> None:
         self.project = project
         self.env = dict(env)
-        self.idle = idle
+        self.idle = self._idle = idle
         self.name = protocol.key(str(project), self.env)
         self.directory = Path(protocol.runtime_dir(self.env))
         self.socket_path = self.directory / f"{self.name}.sock"
@@ -102,6 +111,14 @@ class Server:
         self._httpds: dict[str, Any] = {}
         self._http_open = True
         self._http_lock = threading.Lock()
+        self._handed: dict[str, int] = {}
+        """Listening sockets a restart handed over, per scope, until bound."""
+        self._kept: str | None = None
+        """Why this process keeps serving instead of exiting, once it said so."""
+        self._sock: socket.socket | None = None
+        self._inode: int | None = None
+        self._lock_fd = -1
+        self._warming: threading.Thread | None = None
         from ..places import Places
 
         self.places = Places.resolve(project, None, self.env)
@@ -275,8 +292,9 @@ class Server:
             self._serve_http()
             return self._reply("ok", 0, json.dumps(self.status()).encode())
         if req.op == "stop":
+            keeps = self._installed()
             self._stop.set()
-            return self._reply("ok", 0)
+            return self._reply("ok", 0, json.dumps({"keeps": keeps}).encode())
         if req.op == "dispatch":
             return self._dispatch(req.args, req.body)
         return self._claude_hook(req, caller)
@@ -380,6 +398,17 @@ class Server:
                 del self._sessions[next(iter(self._sessions))]
         return project
 
+    def carry_sessions(self, fd: int) -> None:
+        """The sessions' projects the process this one restarted from had pinned."""
+        with os.fdopen(fd, "rb") as f:
+            f.seek(0)
+            try:
+                sessions = json.loads(f.read())
+            except ValueError:
+                return
+        if isinstance(sessions, dict):
+            self._sessions = {str(k): str(v) for k, v in sessions.items()}
+
     def status(self) -> dict[str, Any]:
         return {
             "project": str(self.project),
@@ -397,18 +426,28 @@ class Server:
             "http": self.http_states.get("local"),
             "http_user": self.http_states.get("user"),
             "warmed": self.warmed.is_set(),
+            "http_pending": self._pending(),
         }
+
+    def _pending(self) -> list[str]:
+        """The scopes whose secret was rotated and whose settings file is still to be
+        told (``claude ensure`` does it)."""
+        from . import http
+
+        return [s for s in ("local", "user") if (r := http.load(self.places, s)) and r.pending]
 
     # -- life -----------------------------------------------------------------------
 
     def _should_exit(self) -> str | None:
+        if self._httpds:
+            self._installed()
         if self._stop.is_set():
-            return "asked to stop"
+            return STOP
         if not self.project.is_dir():
-            return "its project directory is gone"
+            return GONE
         try:
             if os.stat(protocol.__file__).st_mtime_ns != self._own_code:
-                return "kodelet was replaced on disk"
+                return REPLACED
         except OSError:
             return "kodelet was removed"
         with self._lock:
@@ -447,17 +486,29 @@ class Server:
 
     def _bind_http(self, scope: str) -> None:
         """The loopback HTTP listener of ``scope``'s record (local: this project's; user:
-        every project's, answered per call's cwd), if ``install`` made one."""
+        every project's, answered per call's cwd), if ``install`` made one: the socket
+        a restart handed over, or a fresh bind, which rotates the secret when the last
+        holder died without handing the port over."""
         from . import http
 
         record = http.load(self.places, scope)
+        handed = self._handed.pop(scope, None)
         if record is None:
+            if handed is not None:
+                os.close(handed)  # uninstalled while this process restarted
             return
         try:
-            self._httpds[scope], _ = http.bind(record, self.answer_http)
+            if handed is None and http.lost(self.places, scope):
+                record = http.rotate(self.places, record, scope)
+                log.warning("HTTP transport: its port was left free; the secret was rotated")
+            self._httpds[scope], _ = http.bind(record, self.answer_http, fd=handed)
+            http.lease(self.places, scope)
         except OSError as exc:
-            # The user's port is held by the first of the user's warm kodelets to start.
-            held = scope == "user" and http.held_by_kodelet(record)
+            if handed is not None:
+                os.close(handed)
+            # The user's port is held by the first of the user's warm kodelets to start;
+            # a project's, after an upgrade, by the warm kodelet of the older copy.
+            held = http.held_by_kodelet(record)
             state = record.url if held else f"port {record.port} unavailable: {exc.strerror}"
             if not held:
                 log.error("HTTP transport: %s", state)
@@ -467,59 +518,219 @@ class Server:
         self.idle = float("inf")  # Claude Code cannot fall back: HTTP must stay answered
         log.info("HTTP transport on %s", record.url)
 
-    def serve(self) -> int:
-        protocol.private_dir(str(self.directory), create=True)
+    def _installed(self) -> list[str]:
+        """The scopes whose port this process holds and an installed entry points at;
+        a listener whose record is gone (uninstalled) is closed here."""
+        from . import http
+
+        kept = []
+        with self._http_lock:
+            for scope, httpd in list(self._httpds.items()):
+                record = http.load(self.places, scope)
+                if record is not None and record.port == httpd.server_address[1]:
+                    httpd.token = record.header()  # a rotation's new secret
+                    kept.append(scope)
+                    continue
+                httpd.shutdown()
+                httpd.server_close()
+                del self._httpds[scope]
+                self.http_states.pop(scope, None)
+                http.drop_lease(self.places, scope)
+                log.info("HTTP transport of the %s scope uninstalled: port released", scope)
+            if not self._httpds:
+                self.idle = self._idle
+        return kept
+
+    def _keep_port(self, why: str) -> bool:
+        """Instead of exiting for ``why``, keep the ports installed entries point at:
+        another local user could bind a port left free and answer "go ahead" to every
+        call. Restart in place, handing the ports over, when asked to stop or when
+        kodelet was upgraded; otherwise (kodelet removed, the project gone while its
+        sessions run) keep serving as this process. False: nothing to keep, exit."""
+        if not self._installed():
+            return False
+        if why == GONE and not sessions_in(self.project):
+            from . import http
+
+            http.drop_lease(self.places, "local")
+            with contextlib.suppress(FileNotFoundError):
+                http.record_path(self.places, "local").unlink()
+            if not self._installed():
+                return False
+        if why in (STOP, REPLACED) and self._kept != why and self._can_restart():
+            self.restart(why)
+        if self._kept != why:
+            log.warning("not exiting (%s): the HTTP transport's port stays held", why)
+            self._kept = why
+        self._stop.clear()
+        return True
+
+    def _can_restart(self) -> bool:
+        import importlib.util
+
+        spec = importlib.util.find_spec(MODULE)
+        return bool(
+            os.access(sys.executable, os.X_OK)
+            and spec
+            and spec.origin
+            and os.path.isfile(spec.origin)
+        )
+
+    def restart(self, why: str) -> None:
+        """Become a new warm kodelet (the code on disk now) in this process, handing it
+        the HTTP listeners, the lock and the sessions' projects, so no port is ever free:
+        calls arriving meanwhile wait in the listeners' queues. Returns only if the
+        new program cannot be started; this one then goes on serving HTTP."""
+        log.info("restarting (%s), handing over the HTTP transport's port", why)
+        with self._http_lock:
+            httpds = dict(self._httpds)
+        for httpd in httpds.values():
+            httpd.shutdown()  # stops answering; the listening socket stays open
+        for httpd in httpds.values():
+            httpd.drain(DRAIN)
+        self._close_socket()
+        if self._warming is not None:
+            self._warming.join()
+        self.kill_all()
+        for lent in list(self._runtimes.values()):
+            with contextlib.suppress(Exception):
+                lent.runtime.close()
+        self._runtimes.clear()
+        argv = [sys.executable, "-I", "-m", MODULE, "--project", str(self.project)]
+        with self._lock:
+            sessions = json.dumps(self._sessions).encode()
+        carried = os.memfd_create("kodelet-sessions") if hasattr(os, "memfd_create") else None
+        if carried is not None:
+            os.write(carried, sessions)
+            argv += ["--sessions-fd", str(carried)]
+        for scope, httpd in httpds.items():
+            argv += ["--http-fd", f"{scope}:{httpd.socket.fileno()}"]
+        if self._lock_fd >= 0:
+            argv += ["--lock-fd", str(self._lock_fd)]
+        for fd in [h.socket.fileno() for h in httpds.values()] + [self._lock_fd, carried]:
+            if fd is not None and fd >= 0:
+                os.set_inheritable(fd, True)
+        logging.shutdown()
+        try:
+            os.execv(sys.executable, argv)
+        except OSError:
+            log.exception("could not restart; serving on as this process")
+        from . import http
+
+        for httpd in httpds.values():
+            http.serve(httpd)
+
+    def _close_socket(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        sock.close()
+        with contextlib.suppress(OSError):
+            if os.stat(self.socket_path).st_ino == self._inode:
+                os.unlink(self.socket_path)
+
+    def _take_lock(self, inherited: int | None) -> int | None:
+        """This project's lock (the one a restart handed over, if it is this copy's),
+        or None when another warm kodelet holds it."""
         lock_path = self.directory / f"{self.name}.lock"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(lock_path, flags, 0o600)
+        if inherited is not None:
+            if os.path.samestat(os.fstat(inherited), os.fstat(fd)):
+                os.close(fd)
+                fd = inherited
+            else:
+                os.close(inherited)
+        os.set_inheritable(fd, False)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
+            return None
+        return fd
+
+    def serve(self, handed: Mapping[str, int] | None = None, lock: int | None = None) -> int:
+        """Answer until told to stop, idle, upgraded or orphaned (:meth:`_should_exit`),
+        never while an installed HTTP entry points at a port this process holds."""
+        protocol.private_dir(str(self.directory), create=True)
+        self._handed = dict(handed or {})
+        fd = self._take_lock(lock)
+        if fd is None and not self._handed:
             return 0  # another warm kodelet holds this project
+        self._lock_fd = fd if fd is not None else -1
         signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
         signal.signal(signal.SIGHUP, lambda *_: self._stop.set())
-        sock = None
-        inode = None
-        warming: threading.Thread | None = None
         try:
             self._check()
-            sock = self._bind()
-            inode = os.stat(self.socket_path).st_ino
+            if fd is not None:
+                self._sock = self._bind()
+                self._inode = os.stat(self.socket_path).st_ino
             self._serve_http()
-            warming = threading.Thread(target=self.warm_up, name="kodelet-warm-up", daemon=True)
-            warming.start()
+            for scope in list(self._handed):
+                os.close(self._handed.pop(scope))
+            self._warming = threading.Thread(
+                target=self.warm_up, name="kodelet-warm-up", daemon=True
+            )
+            self._warming.start()
             log.info("warm kodelet %s for %s listening", os.getpid(), self.project)
-            while (why := self._should_exit()) is None:
-                try:
-                    conn, _ = sock.accept()
-                except TimeoutError:
-                    continue
-                except OSError as exc:
-                    log.warning("accept failed: %s", exc)
-                    continue
-                conn.settimeout(None)
-                threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+            while (why := self._should_exit()) is None or self._keep_port(why):
+                self._accept()
             log.info("exiting: %s", why)
         finally:
-            with self._http_lock:
-                listeners, self._httpds = list(self._httpds.values()), {}
-                self._http_open = False
-            for httpd in listeners:
-                httpd.shutdown()
-                httpd.server_close()
-            if sock is not None:
-                sock.close()
-                with contextlib.suppress(OSError):
-                    if os.stat(self.socket_path).st_ino == inode:
-                        os.unlink(self.socket_path)
-            if warming is not None:
-                warming.join()  # what it loads is closed below, not left running
-            self.kill_all()
-            for lent in list(self._runtimes.values()):
-                with contextlib.suppress(Exception):
-                    lent.runtime.close()
-            os.close(fd)
+            self._shut()
         return 0
+
+    def _accept(self) -> None:
+        if self._sock is None:  # only the HTTP transport's port: another holds the project
+            self._stop.wait(TICK)
+            return
+        try:
+            conn, _ = self._sock.accept()
+        except TimeoutError:
+            return
+        except OSError as exc:
+            log.warning("accept failed: %s", exc)
+            return
+        conn.settimeout(None)
+        threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def _shut(self) -> None:
+        with self._http_lock:
+            listeners, self._httpds = list(self._httpds.values()), {}
+            self._http_open = False
+        for httpd in listeners:
+            httpd.shutdown()
+            httpd.server_close()
+        self._close_socket()
+        if self._warming is not None:
+            self._warming.join()  # what it loads is closed below, not left running
+        self.kill_all()
+        for lent in list(self._runtimes.values()):
+            with contextlib.suppress(Exception):
+                lent.runtime.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+
+
+def sessions_in(project: Path) -> bool:
+    """Whether a process of this user still works in ``project`` (its directory gone):
+    a session started there may still call the port its entries name. Unknowable
+    where there is no ``/proc``: then always."""
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return True
+    prefix = str(project)
+    me = os.getpid()
+    for pid in pids:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        cwd = cwd.removesuffix(" (deleted)")
+        if pid != me and (cwd == prefix or cwd.startswith(prefix + "/")):
+            return True
+    return False
 
 
 def peer_pid(conn: socket.socket) -> int | None:
@@ -536,7 +747,11 @@ def peer_pid(conn: socket.socket) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kodelet.warm.server")
     parser.add_argument("--project", required=True)
+    parser.add_argument("--http-fd", action="append", default=[], help=argparse.SUPPRESS)
+    parser.add_argument("--lock-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--sessions-fd", type=int, help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
+    handed = {scope: int(fd) for scope, _, fd in (h.partition(":") for h in ns.http_fd)}
     level = os.environ.get("KODELET_LOG_LEVEL", "info").upper()
     logging.basicConfig(
         level=logging.getLevelNamesMapping().get(level, logging.INFO),
@@ -547,7 +762,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         idle = IDLE
     sys.stdout = sys.stderr  # a plugin's print goes to the log, never to a client
-    return Server(Path(ns.project), os.environ, idle).serve()
+    server = Server(Path(ns.project), os.environ, idle)
+    if ns.sessions_fd is not None:
+        server.carry_sessions(ns.sessions_fd)
+    return server.serve(handed, ns.lock_fd)
 
 
 if __name__ == "__main__":
