@@ -15,6 +15,7 @@ from kodelet.claude import (
     to_kodelet_event,
     to_kodelet_tool,
 )
+from kodelet.claude.mapping import to_claude_input
 from kodelet.events import Event
 from kodelet.payloads import (
     AfterToolCallPayload,
@@ -83,8 +84,19 @@ def test_tool_calls_translate_both_ways(claude: tuple, kodelet: tuple) -> None:
     assert to_claude_tool(*kodelet) == claude
 
 
+MONITOR = ("Monitor", {"command": "tail -f log", "description": "d", "timeout_ms": 5000})
+
+
+def test_claude_codes_monitor_is_a_shell_call_and_keeps_its_name_going_back() -> None:
+    """Monitor runs a shell command in the background: a guard on bash sees it, and its
+    rewrite goes back in Monitor's keys; a kodelet bash call is still told as Bash."""
+    assert to_kodelet_tool(*MONITOR) == ("bash", MONITOR[1])
+    assert to_claude_input("Monitor", {"command": "true"}) == {"command": "true"}
+    assert to_claude_tool("bash", {"command": "ls"}) == ("Bash", {"command": "ls"})
+
+
 def test_every_mapped_tool_has_a_case() -> None:
-    assert {c[0][0] for c in CALLS} | {AGENT[0]} == {t.claude for t in TOOLS}
+    assert {c[0][0] for c in CALLS} | {AGENT[0], MONITOR[0]} == {t.claude for t in TOOLS}
 
 
 def test_unknown_tools_and_keys_pass_unchanged() -> None:

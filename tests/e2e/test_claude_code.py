@@ -385,3 +385,28 @@ def test_an_ask_reaches_claude_code_which_in_print_mode_rejects(agent: Agent) ->
     assert run.tool_result_text() == "touching needs a yes"
     (denied,) = run.result["permission_denials"]
     assert denied["tool_input"]["command"] == "touch asked-marker"
+
+
+BASH_GUARD = """#!/bin/bash
+# Knows kodelet's shell tool only: blocks a shell command that names danger.
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) payload=$(cat)
+    if grep -q '"tool_name": *"bash"' <<< "$payload" && grep -q danger <<< "$payload"; then
+      echo '{"blocked": true, "reason": "no danger in a shell"}'
+    fi ;;
+esac
+"""
+
+
+def test_a_monitor_command_is_a_shell_call_to_a_bash_guard(agent: Agent) -> None:
+    """Claude Code's deferred ``Monitor`` runs a shell command in the background: kodelet
+    sees it as ``bash``, so a guard on ``bash`` stops it."""
+    agent.hook("shell-guard", BASH_GUARD)
+    monitor = tool("Monitor", command="touch danger-marker", description="m", timeout_ms=5000)
+    run = agent.run(
+        [[tool("ToolSearch", query="select:Monitor")], [monitor], [text("fin")]],
+        allowed="Bash ToolSearch Monitor",
+    )
+    assert not (agent.project / "danger-marker").exists(), run.stdout
+    assert "no danger in a shell" in run.tool_result_text(1)

@@ -131,3 +131,18 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(qwen: Agent) ->
     ``~/.qwen/settings.json`` for every call; the user's stands down, so each hook runs
     once."""
     assert_each_hook_runs_once(qwen, shell("echo once > once.txt"), "echo once > once.txt")
+
+
+def test_a_monitor_command_is_a_shell_call_to_the_guard(qwen: Agent) -> None:
+    """Qwen Code's deferred ``monitor``, run through ``tool_call``, runs a shell command in
+    the background: kodelet sees it as ``bash``."""
+    monitor = {"command": "touch pwned # danger", "description": "m"}
+    call = {
+        "type": "tool_use",
+        "name": "tool_call",
+        "input": {"name": "monitor", "arguments": monitor},
+    }
+    run = qwen.run([[tool("tool_search", query="select:monitor")], [call], [text("done")]])
+    assert run.returncode == 0, run.stderr
+    assert not (qwen.project / "pwned").exists(), run.tool_outputs()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[1]

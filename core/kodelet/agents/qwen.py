@@ -113,6 +113,7 @@ QWEN = QwenDialect(
     events={e: (e if e in _CLAUDE else None) for e in _EVENTS},
     tools={
         "run_shell_command": "Bash",
+        "monitor": "Monitor",
         "read_file": "Read",
         "write_file": "Write",
         "edit": "Edit",

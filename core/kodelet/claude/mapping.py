@@ -113,6 +113,10 @@ TOOLS: tuple[ToolMapping, ...] = (
     ToolMapping("Task", "subagent", (("prompt", "question"),)),
     # Claude Code 2.1.x names its subagent tool Agent; Task is the older name.
     ToolMapping("Agent", "subagent", (("prompt", "question"),)),
+    # Monitor runs a shell command in the background and streams its output (Qwen
+    # Code's monitor too): a shell call, so a guard on bash sees it. Bash stays the
+    # Claude tool a kodelet bash call is told as (the first mapping of a kodelet name).
+    ToolMapping("Monitor", "bash"),
 )
 
 _BY_CLAUDE: dict[str, ToolMapping] = {m.claude: m for m in TOOLS}
