@@ -54,6 +54,12 @@ OPENS = [
     "psql mydb",
     "gdb ./a.out",
     "case $1 in a) bash;; esac",
+    "python3 -c 'import pty; pty.spawn(\"/bin/bash\")'",
+    "perl -e 'exec \"bash\"'",
+    'node -e \'require("child_process").spawn("sh", {stdio: "inherit"})\'',
+    "expect -c 'spawn ssh example.com; interact'",
+    "script -qc bash /dev/null",
+    "su -c bash",
 ]
 PASSES = [
     "ls -la",
@@ -74,6 +80,9 @@ PASSES = [
     "npm test",
     "git status",
     "script -qc 'ls' /dev/null",
+    "su -c 'make install'",
+    "grep -rn bash scripts/",
+    "tmux new-session -d 'make'",
     "ssh example.com uptime",
     "sqlite3 app.db 'select 1'",
     "psql -c 'select 1' mydb",

@@ -156,11 +156,26 @@ def _program(words: list[str | None], *, fixed_stdin: bool, depth: int) -> str |
         if name in REPLS or _VERSIONED.match(name):
             return _repl(name, args)
         if name in OPENERS:
-            return None if any(_gives_command(a) for a in args) else name
+            return _opener(name, args, depth)
         if name == "ssh":
             return _ssh(args)
         return None
     return None
+
+
+def _opener(name: str, args: list[str | None], depth: int) -> str | None:
+    """``script``, ``su``, ``tmux``, ...: a shell of their own, unless given a command;
+    ``script -c CMD`` and ``su -c CMD`` run CMD as a shell line, read as one."""
+    for i, word in enumerate(args):
+        if word is None or not _gives_command(word):
+            continue
+        if word.startswith("--command="):
+            return _line(word.split("=", 1)[1], depth + 1)
+        if word == "--command" or (not word.startswith("--") and word.endswith("c")):
+            given = args[i + 1] if i + 1 < len(args) else None
+            return None if given is None else _line(given, depth + 1)
+        return None
+    return name
 
 
 def _gives_command(word: str | None) -> bool:
@@ -249,13 +264,33 @@ def _repl(name: str, args: list[str | None]) -> str | None:
             return None
         if word == "-":
             return f"{name} -"
-        if word in _CODE_FLAGS or word.startswith(("--eval=", "--command=", "-m")):
+        if word in _CODE_FLAGS or word.startswith(("--eval=", "--command=")):
+            code = (
+                word.split("=", 1)[1] if "=" in word else (args[i + 1] if i + 1 < len(args) else "")
+            )
+            return _spawns(name, code or "")
+        if word.startswith("-m"):
             return None
         if word.startswith("-"):
             i += 1
             continue
         return None  # a script
     return name
+
+
+_SPAWNS = re.compile(
+    r"""pty\.spawn|\binteract\b|(["'])(?:/[\w./-]*/)?(?:"""
+    + "|".join(sorted(re.escape(n) for n in SHELLS))
+    + r""")\1"""
+)
+"""Code that starts a shell on the terminal: Python's ``pty.spawn``, expect's
+``interact``, or a shell's name quoted alone (``spawn("bash", ...)``,
+``os.system('/bin/sh')``)."""
+
+
+def _spawns(name: str, code: str) -> str | None:
+    """``name`` given ``code`` that starts a shell of its own on the terminal."""
+    return f"{name} code that starts a shell" if _SPAWNS.search(code) else None
 
 
 def _console(name: str, args: list[str | None]) -> str | None:
