@@ -197,3 +197,34 @@ def test_codex_gets_the_redaction_as_the_outputs_replacement(redacting: Path) ->
     """Codex's shell result is its text; a blocking answer's reason takes its place."""
     out = answer(redacting, post_tool(redacting, "Bash", LINE), "--agent", "codex")
     assert out == {"decision": "block", "reason": "AWS_ACCESS_KEY_ID=[redacted]\n"}
+
+
+def test_qwen_code_gets_the_redaction_as_the_calls_error(redacting: Path) -> None:
+    """Qwen Code reads no updatedToolOutput; a PostToolUse continue: false makes the
+    call an error whose message is the stop reason. Its returnDisplay, which the model
+    is not shown, still holds the key: the answer must not carry it."""
+    response = {"llmContent": f"Output: {LINE}", "returnDisplay": LINE}
+    data = post_tool(redacting, "run_shell_command", response)
+    out = answer(redacting, data, "--agent", "qwen")
+    assert out["continue"] is False
+    assert out["stopReason"].endswith("Output: AWS_ACCESS_KEY_ID=[redacted]\n")
+
+
+def test_copilot_cli_gets_the_redaction_as_its_modified_result(redacting: Path) -> None:
+    data = {
+        **post_tool(redacting, "bash", None),
+        "hook_event_name": "PostToolUse",
+        "tool_result": {"result_type": "success", "text_result_for_llm": LINE},
+    }
+    data.pop("tool_response")
+    out = answer(redacting, data, "--agent", "copilot")
+    assert out["modifiedResult"] == {
+        "resultType": "success",
+        "textResultForLlm": "AWS_ACCESS_KEY_ID=[redacted]\n",
+    }
+
+
+def test_opencode_gets_the_redaction_as_its_output(redacting: Path) -> None:
+    data = {**post_tool(redacting, "bash", LINE), "hook_event_name": "tool.execute.after"}
+    out = answer(redacting, data, "--agent", "opencode")
+    assert out == {"output": "AWS_ACCESS_KEY_ID=[redacted]\n"}

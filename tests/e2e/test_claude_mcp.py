@@ -22,6 +22,7 @@ from kodelet.agents.standins.messages import Turn, text, tool
 
 from tests.e2e.claude_agent import DANGER_HOOK, REDACT_HOOK, Agent, payloads, recorder
 from tests.e2e.claude_code import Run
+from tests.kit import redaction
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 TOOLS = "mcp__srv__echo mcp__srv__lookup mcp__srv__store"
@@ -100,7 +101,8 @@ def test_after_tool_call_hooks_get_an_mcp_tools_output(
     assert seen["tool_name"] == f"mcp__srv__{name}"
     assert seen["tool_input"] == {"text": "key=SECRET123"}
     assert seen["tool_output"]["success"] is True
-    assert seen["tool_output"]["metadata"] == {"tool_response": response}
+    shown = "key=SECRET123" if isinstance(response, list) else response
+    assert seen["tool_output"]["metadata"] == {"output": shown, "tool_response": response}
 
 
 @pytest.mark.parametrize(("name", "response"), SHAPES)
@@ -113,6 +115,17 @@ def test_redaction_of_an_mcp_result_reaches_the_model(
     got = json.dumps(run.tool_results()[0])
     assert "SECRET123" not in got and "[redacted]" in got, got
     assert "SECRET123" not in json.dumps(run.api.main_requests()[1]["messages"][-1])
+
+
+@pytest.mark.parametrize(("name", "response"), SHAPES)
+def test_the_events_md_redaction_of_an_mcp_result_keeps_the_key_from_the_model(
+    agent: MCPAgent, name: str, response: Any
+) -> None:
+    agent.hook("redact", redaction.HOOK)
+    run = agent.run([mcp(name, text=f"id={redaction.KEY}"), [text("fin")]])
+    got = json.dumps(run.tool_results()[0])
+    assert redaction.KEY not in got and "[redacted]" in got, got
+    assert redaction.KEY not in json.dumps(run.api.main_requests()[1]["messages"][-1])
 
 
 def test_a_deeply_nested_mcp_input_is_blocked_and_the_tool_never_runs(agent: MCPAgent) -> None:

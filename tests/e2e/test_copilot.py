@@ -27,6 +27,7 @@ from tests.e2e.agent_clis import (
     seen,
     write_hook,
 )
+from tests.kit import redaction
 
 
 @pytest.fixture
@@ -164,3 +165,12 @@ def test_at_both_scopes_copilots_own_folder_trust_decides_which_entry_guards(
     run = agent.run(shell("touch pwned # danger"))
     assert not (copilot.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+
+
+def test_the_events_md_redaction_keeps_the_key_from_the_model(copilot: Agent) -> None:
+    (copilot.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    write_hook(copilot.project, "redact", redaction.HOOK)
+    run = copilot.run(shell("cat keys.txt"))
+    assert run.returncode == 0, run.stderr
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
+    assert redaction.KEY not in run.seen_by_model()

@@ -32,6 +32,7 @@ from tests.e2e.agent_clis import (
     seen,
     write_hook,
 )
+from tests.kit import redaction
 
 
 @pytest.fixture
@@ -204,3 +205,12 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(opencode: Agent
         [[tool("bash", command="echo once > once.txt", description="once")], [text("done")]],
         "echo once > once.txt",
     )
+
+
+def test_the_events_md_redaction_keeps_the_key_from_the_model(opencode: Agent) -> None:
+    (opencode.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    write_hook(opencode.project, "redact", redaction.HOOK)
+    run = opencode.run(shell("cat keys.txt"))
+    assert run.returncode == 0, run.stderr
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
+    assert redaction.KEY not in run.seen_by_model()

@@ -26,6 +26,7 @@ from tests.e2e.agent_clis import (
     seen,
     write_hook,
 )
+from tests.kit import redaction
 
 
 @pytest.fixture
@@ -146,3 +147,12 @@ def test_a_monitor_command_is_a_shell_call_to_the_guard(qwen: Agent) -> None:
     assert run.returncode == 0, run.stderr
     assert not (qwen.project / "pwned").exists(), run.tool_outputs()
     assert "kodelet guard: no danger here" in run.tool_outputs()[1]
+
+
+def test_the_events_md_redaction_keeps_the_key_from_the_model(qwen: Agent) -> None:
+    (qwen.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    write_hook(qwen.project, "redact", redaction.HOOK)
+    run = qwen.run(shell("cat keys.txt"))
+    assert run.returncode == 0, run.stderr
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
+    assert redaction.KEY not in run.seen_by_model()

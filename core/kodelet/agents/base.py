@@ -513,9 +513,15 @@ class NewOutput:
     value: Any
     mcp: bool = False
     """The tool is an MCP server's (Claude Code takes its result under another key)."""
+    shown: str | None = None
+    """The text the model is to be shown (``metadata.output``); None: ``value``'s."""
 
     def text(self) -> str:
-        """The result as text, for an agent that can only show it."""
+        """The result as text, for an agent that can only show it: the rewritten text
+        itself, never the rest of the agent's result (which may still hold what the
+        rewrite took out, as Qwen Code's ``returnDisplay`` does)."""
+        if self.shown is not None:
+            return self.shown
         return (
             self.value
             if isinstance(self.value, str)
@@ -620,14 +626,14 @@ def _new_output(hook_input: Any, output: Any) -> NewOutput | str | None:
     mcp = hook_input.tool_name.startswith("mcp__")
     if isinstance(text, str) and text != model_text(raw):
         new = with_text(raw, text)
-        return text if new is None else NewOutput(new, mcp=mcp)
+        return text if new is None else NewOutput(new, mcp=mcp, shown=text)
     if raw == old:
         return None
     if isinstance(raw, dict) and isinstance(old, dict):
         # Claude Code checks a built-in tool's replacement against the tool's own
         # output shape and silently keeps the original when keys are missing.
         raw = {**old, **raw}
-    return NewOutput(raw, mcp=mcp)
+    return NewOutput(raw, mcp=mcp, shown=model_text(raw))
 
 
 def _wire_text(output: Any) -> str:

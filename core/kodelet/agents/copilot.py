@@ -38,11 +38,11 @@ class CopilotDialect(Dialect):
         return out
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
-        out = super().say(attrs.evolve(answer, context="", output=None), data)
+        out = super().say(attrs.evolve(answer, context="", output=None, withheld=""), data)
         if answer.context:
             out["additionalContext"] = answer.context
-        if answer.output is not None:
-            text = answer.output.text()
+        if answer.output is not None or answer.withheld:
+            text = answer.output.text() if answer.output is not None else answer.withheld
             out["modifiedResult"] = {"resultType": "success", "textResultForLlm": text}
         return out
 

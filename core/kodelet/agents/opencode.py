@@ -87,6 +87,8 @@ class OpencodeDialect(Dialect):
             out["args"] = self._input(data.get("tool_name"), answer.input, to_claude=False)
         if answer.output is not None:
             out["output"] = answer.output.text()
+        elif answer.withheld:
+            out["output"] = answer.withheld
         if answer.context:
             out["context"] = answer.context
         if answer.message:

@@ -20,7 +20,9 @@ from typing import Any
 
 import attrs
 
-from .base import Dialect, settings_json
+from .base import Answer, Dialect, settings_json
+
+REPLACED = "kodelet hooks replaced this tool's result with:\n"
 
 _EVENTS = (
     "PreToolUse",
@@ -65,6 +67,18 @@ _CLAUDE = {
 @attrs.frozen(eq=False)
 class QwenDialect(Dialect):
     """What makes Qwen Code skip a project's ``.qwen/settings.json``."""
+
+    def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A replaced tool output: Qwen Code 0.24.4 reads no ``updatedToolOutput``, and
+        its added context goes beside the result; a PostToolUse ``continue: false`` makes
+        the call an error whose message is the stop reason, in the result's place. So the
+        rewritten text is that reason, and the original never reaches the model."""
+        if answer.output is None and not answer.withheld:
+            return super().say(answer, data)
+        new = answer.output.text() if answer.output is not None else answer.withheld
+        out = super().say(attrs.evolve(answer, output=None, withheld=""), data)
+        out.update({"continue": False, "stopReason": REPLACED + (new or "(nothing)")})
+        return out
 
     def reads_project(
         self,
@@ -142,6 +156,12 @@ QWEN = QwenDialect(
             "before_tool_call",
             "a rewrite of the call: Qwen Code never applies one, so kodelet blocks the call"
             " and names the rewritten one for the model to make",
+        ),
+        (
+            "after_tool_call",
+            "a rewritten tool output: Qwen Code cannot replace a result, so kodelet stops the"
+            " call (continue: false): the model gets the rewrite as the call's error, never"
+            " the original",
         ),
         ("before_tool_call", "added context: Qwen Code drops it before a tool call"),
     ),
