@@ -18,7 +18,7 @@ from kodelet.testing import write_hook
 from kodelet.tooltext import model_text, with_text
 
 from tests.kit import redaction
-from tests.kit.cli import bridge
+from tests.kit.cli import bridge, run_kodelet
 
 KEY = redaction.KEY
 LINE = f"AWS_ACCESS_KEY_ID={KEY}\n"
@@ -228,3 +228,30 @@ def test_opencode_gets_the_redaction_as_its_output(redacting: Path) -> None:
     data = {**post_tool(redacting, "bash", LINE), "hook_event_name": "tool.execute.after"}
     out = answer(redacting, data, "--agent", "opencode")
     assert out == {"output": "AWS_ACCESS_KEY_ID=[redacted]\n"}
+
+
+# --- kodelet hooks run: the same shape -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"output": LINE},
+        {"tool_response": {"stdout": LINE, "stderr": "", "interrupted": False}},
+    ],
+    ids=["events-md", "claude-code-shaped"],
+)
+def test_hooks_run_hands_the_redaction_the_text_the_agents_do(
+    redacting: Path, metadata: dict[str, Any]
+) -> None:
+    """A payload copied from an agent's hook input carries only the agent's result: it
+    gets ``metadata.output`` as inside the agent, so the redaction is tried on it."""
+    payload = {"tool_name": "bash", "tool_output": {"toolName": "bash", "success": True,
+                                                    "metadata": metadata}}  # fmt: skip
+    res = run_kodelet(
+        "--cwd", str(redacting), "hooks", "run", "after_tool_call", "-p", "-",
+        stdin=json.dumps(payload),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)["output"]
+    assert out["metadata"] == {"output": "AWS_ACCESS_KEY_ID=[redacted]\n"}

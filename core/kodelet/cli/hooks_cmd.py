@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import typer
 
 from .. import jsonio
@@ -215,6 +216,7 @@ def run(
         model = payload_from_wire(ev, data, strict=True)
     except WireError as exc:
         fail(f"invalid payload: {exc}", 2)
+    model = _with_shown_text(model)
     if transcript is not None and not transcript.is_file():
         fail(f"--transcript {transcript}: not a file", 2)
     path = str(transcript.absolute()) if transcript else _payload_transcript(ctx, model)
@@ -270,6 +272,23 @@ def _run_warm(
     print_json(out["result"], one_line=True)
     if exit_code and out["result"].get("blocked"):
         raise typer.Exit(BLOCKED_EXIT)
+
+
+def _with_shown_text(model: Any) -> Any:
+    """An after_tool_call payload as the agents hand it to hooks: a result that carries an
+    agent's ``metadata.tool_response`` (as a payload copied from a Claude Code hook
+    input does) but no ``metadata.output`` gets the text the model would be shown there,
+    so a redaction is tried on the field it rewrites inside the agents."""
+    from ..payloads import AfterToolCallPayload
+    from ..tooltext import model_text
+
+    if not isinstance(model, AfterToolCallPayload):
+        return model
+    metadata = model.tool_output.metadata
+    if not isinstance(metadata, dict) or "tool_response" not in metadata or "output" in metadata:
+        return model
+    shown = {"output": model_text(metadata["tool_response"]), **metadata}
+    return attrs.evolve(model, tool_output=attrs.evolve(model.tool_output, metadata=shown))
 
 
 def _payload_transcript(ctx: typer.Context, model: Any) -> str:
