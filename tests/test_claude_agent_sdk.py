@@ -109,7 +109,7 @@ def test_every_mapped_event_has_one_matcher_and_unmapped_events_answer_nothing(
         mapping = hooks(rt, timeout=5)
         assert set(mapping) == {
             "PreToolUse", "PostToolUse", "PostToolUseFailure",
-            "UserPromptSubmit", "Stop", "SubagentStop",
+            "UserPromptSubmit", "Stop", "SubagentStop", "PreSkillShellCommand",
         }  # fmt: skip
         assert all(m.timeout == 5 and m.matcher is None for (m,) in mapping.values())
         (matcher,) = mapping["Stop"]

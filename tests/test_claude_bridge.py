@@ -431,6 +431,7 @@ MAPPED = [
     "UserPromptSubmit",
     "Stop",
     "SubagentStop",
+    "PreSkillShellCommand",
 ]
 
 

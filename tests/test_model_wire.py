@@ -156,6 +156,7 @@ def test_payload_field_names_are_the_seed_names() -> None:
         "tool_name",
         "tool_input",
         "tool_user_id",
+        "metadata",
     )
     assert set(field_names(Event.AGENT_STOP)) >= {
         "messages",

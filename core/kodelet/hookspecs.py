@@ -39,6 +39,7 @@ def before_tool_call(
     tool_name: str,
     tool_input: dict[str, Any],
     tool_user_id: str,
+    metadata: dict[str, Any] | None,
 ) -> BeforeToolCallResult | dict[str, Any] | None:
     """Before a tool runs. Return ``blocked=True`` (with a ``reason``) to stop it,
     ``ask=True`` (with a ``reason``) to have the user approve it, or ``input`` to rewrite

@@ -61,6 +61,9 @@ class BeforeToolCallPayload(BasePayload):
     tool_name: str
     tool_input: dict[str, Any] = attrs.field(factory=dict)
     tool_user_id: str = ""
+    metadata: dict[str, Any] | None = None
+    """Where the call comes from, when it is not a tool call the model made (a skill's
+    shell line: ``{"origin": "skill_shell_line", ...}``); None (left out) otherwise."""
 
 
 @attrs.frozen(kw_only=True)

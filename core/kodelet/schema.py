@@ -83,6 +83,14 @@ FIELD_DOCS: Mapping[str, str] = {
     "BeforeToolCallPayload.tool_user_id": (
         "This call's id; `after_tool_call` for the same call carries the same one."
     ),
+    "BeforeToolCallPayload.metadata": (
+        "Left out for a tool call the model made. A skill's or slash command's shell line"
+        " (Claude Code's `` !`cmd` `` lines, run as the skill loads, before the model sees"
+        ' it) comes as `bash` with `{"origin": "skill_shell_line", "skill": NAME,'
+        ' "skill_source": WHERE, "started_by": WHO, "shell": "Bash"}` (WHO: `user`,'
+        " `claude` or `other`; the shell may be `PowerShell`): a block or ask keeps the"
+        " line from running; Claude Code never runs a rewritten line, so a rewrite blocks."
+    ),
     "AfterToolCallPayload.tool_name": "The tool that ran.",
     "AfterToolCallPayload.tool_input": "The arguments it ran with (after any rewrite).",
     "AfterToolCallPayload.tool_output": (

@@ -30,6 +30,15 @@ SAMPLES: dict[HookEvent, dict[str, object]] = {
         "tool_input": {"command": "ls"},
         "tool_use_id": "toolu_1",
     },
+    # As Claude Code 2.1.332 sends it for a project command's `!`rm -rf victim`` line.
+    HookEvent.PRE_SKILL_SHELL_COMMAND: {
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"},
+        "tool_use_id": "cbfcb127-51cd-42a7-bf98-67f6249fe3fd:inner:preamble-0",
+        "command_name": "boom",
+        "command_source": "projectSettings",
+        "invoked_by": "user",
+    },
     HookEvent.POST_TOOL_USE: {
         "tool_name": "Write",
         "tool_input": {"file_path": "a.py", "content": "x"},
@@ -79,7 +88,7 @@ SAMPLES: dict[HookEvent, dict[str, object]] = {
 
 def test_every_event_has_an_input_type_and_a_sample() -> None:
     assert set(INPUT_TYPES) == set(HookEvent) == set(SAMPLES)
-    assert len(HookEvent) == 15
+    assert len(HookEvent) == 16
 
 
 @pytest.mark.parametrize("event", list(HookEvent))

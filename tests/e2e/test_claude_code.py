@@ -120,6 +120,64 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(
     assert [p["tool_input"]["command"] for p in payloads(log)] == ["touch once-marker"]
 
 
+# --- skill and slash-command shell lines ------------------------------------------
+
+NO_RM_RF = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) payload=$(cat)
+       case "$payload" in
+         *'"tool_name": "bash"'*'rm -rf'*) echo '{"blocked": true, "reason": "no rm -rf"}' ;;
+       esac ;;
+esac
+"""
+
+BOOM = """---
+allowed-tools: Bash(rm:*)
+---
+Result: !`rm -rf victim`
+"""
+
+
+def boom(agent: Agent) -> Path:
+    """A project command whose shell line deletes ``victim/`` as ``/boom`` loads, with no
+    tool call the model makes; the victim, made beside it."""
+    commands = agent.project / ".claude" / "commands"
+    commands.mkdir(parents=True, exist_ok=True)
+    (commands / "boom.md").write_text(BOOM)
+    victim = agent.project / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    return victim
+
+
+def test_a_skills_shell_line_is_a_bash_call_a_guard_blocks(agent: Agent, tmp_path: Path) -> None:
+    victim = boom(agent)
+    agent.hook("no-rm-rf", NO_RM_RF)
+    log = tmp_path / "seen.jsonl"
+    agent.hook("a-record", recorder("before_tool_call", log))  # runs first: by name
+    run = agent.run([[text("fin")]], prompt="/boom")
+    assert victim.is_dir(), run.seen_by_model()
+    assert "[not run: blocked by hook: no rm -rf]" in run.seen_by_model()
+    (line,) = [p for p in payloads(log) if p["tool_input"] == {"command": "rm -rf victim"}]
+    assert line["tool_name"] == "bash"
+    assert line["metadata"]["origin"] == "skill_shell_line"
+    assert line["metadata"]["skill"] == "boom"
+
+
+def test_a_skills_shell_line_is_blocked_when_kodelet_cannot_run(agent: Agent) -> None:
+    victim = boom(agent)
+    path = agent.project / ".claude" / "settings.json"
+    settings = json.loads(path.read_text())
+    # Only the skill line's entry, so the failing prompt entry cannot stop /boom first.
+    settings["hooks"] = {"PreSkillShellCommand": settings["hooks"]["PreSkillShellCommand"]}
+    assert settings["hooks"]["PreSkillShellCommand"][0]["hooks"][0]["onFailure"] == "block"
+    path.write_text(json.dumps(settings))
+    run = agent.run([[text("fin")]], prompt="/boom", env={"PATH": "/usr/bin:/bin"})
+    assert victim.is_dir(), run.seen_by_model()
+    assert "[not run: blocked by hook:" in run.seen_by_model()
+
+
 # --- fail closed -------------------------------------------------------------
 
 

@@ -156,6 +156,11 @@ class Dialect:
     """(kodelet event, an answer its hooks may give that the agent cannot apply as asked,
     and what happens instead), as docs/AGENTS.md's table of answers says: what
     ``kodelet NAME status`` names beside each hook on that event."""
+    gaps: tuple[tuple[str, str], ...] = ()
+    """(the first version that has it, what is unguarded before it): what ``agents`` and
+    ``status`` say is missing in an older installed version (:mod:`.versions`)."""
+    version_args: tuple[str, ...] = ("--version",)
+    """What makes the agent's binary print its version."""
 
     @property
     def what(self) -> str:
@@ -268,7 +273,7 @@ class Dialect:
         skipped = self.untrusted(path, data, env)
         if skipped is None:
             return []
-        blocking = self.claude_event(event) in (PRE_TOOL, PROMPT)
+        blocking = self.claude_event(event) in (*GATES, PROMPT)
         out = []
         for own in own_entries(data, event):
             if own.matcher not in (None, "", "*"):
@@ -348,7 +353,7 @@ class Dialect:
             "hookEventName": event if isinstance(event, str) else self.agent_event(answer.event)
         }
         out: dict[str, Any] = {"systemMessage": answer.message} if answer.message else {}
-        if answer.event == PRE_TOOL:
+        if answer.event in GATES:
             new = answer.input
             if new is not None:
                 new = self._input(data.get("tool_name"), new, to_claude=False)
@@ -501,6 +506,10 @@ WITHHELD = (
     " put in that result's place, so the result is kept from the model"
 )
 PRE_TOOL = "PreToolUse"
+SKILL_SHELL = "PreSkillShellCommand"
+"""Claude Code's event for a skill's or slash command's ``!`cmd``` line: a gate like
+PRE_TOOL, whose rewrite Claude Code never runs."""
+GATES = (PRE_TOOL, SKILL_SHELL)
 PROMPT = "UserPromptSubmit"
 AFTER_TOOL = ("PostToolUse", "PostToolUseFailure")
 STOPS = ("Stop", "SubagentStop")
@@ -567,6 +576,8 @@ class Answer:
 
         name = hook_input.event.value
         context = _context(result)
+        if name == SKILL_SHELL:
+            return cls._skill_shell(hook_input, result)
         if name == PRE_TOOL:
             ask = bool(result.ask)
             blocked = bool(result.blocked) and not ask
@@ -597,6 +608,27 @@ class Answer:
             again = getattr(hook_input, "stop_hook_active", False) is True
             return cls(name, follow_up="" if again else "\n\n".join(messages))
         return cls(name, context=context)
+
+    @classmethod
+    def _skill_shell(cls, hook_input: Any, result: Any) -> Answer:
+        """A skill's shell line: a block or ask as for a tool call, and a rewrite blocks,
+        naming the rewritten line, since Claude Code never runs one (and an answer that
+        seemed to rewrite it would tell the guard it held). Claude Code takes no context
+        here: it is dropped."""
+        ask = bool(result.ask)
+        blocked = bool(result.blocked) and not ask
+        reason = (result.reason or (ASKED if ask else BLOCKED)) if ask or blocked else ""
+        if result.input is not None and not (ask or blocked):
+            from ..claude.mapping import to_claude_input
+
+            new = to_claude_input(hook_input.tool_name, result.input)
+            blocked = True
+            reason = (
+                f"kodelet hooks rewrote this skill's shell line to"
+                f" {json.dumps(new, ensure_ascii=False)}; Claude Code never runs a rewritten"
+                " skill shell line, so it is blocked"
+            )
+        return cls(SKILL_SHELL, blocked=blocked, ask=ask, reason=reason)
 
 
 def _context(result: Any) -> str:

@@ -34,7 +34,7 @@ from ..claude.mapping import EVENT_MAP, kodelet_payload, to_kodelet_event
 from ..errors import KodeletError
 from ..events import Event
 from . import DEFAULT
-from .base import PRE_TOOL, PROMPT, Answer, Dialect
+from .base import PRE_TOOL, PROMPT, SKILL_SHELL, Answer, Dialect
 
 __all__ = [
     "EVENTS",
@@ -54,7 +54,11 @@ __all__ = [
 EVENTS: dict[str, tuple[Event, str]] = {
     m.claude.value: (m.kodelet, m.invoked_by) for m in EVENT_MAP
 }
-BLOCKING = (HookEvent.PRE_TOOL_USE.value, HookEvent.USER_PROMPT_SUBMIT.value)
+BLOCKING = (
+    HookEvent.PRE_TOOL_USE.value,
+    HookEvent.PRE_SKILL_SHELL_COMMAND.value,
+    HookEvent.USER_PROMPT_SUBMIT.value,
+)
 INPUT_CAP = 64 * 1024 * 1024
 
 
@@ -188,8 +192,9 @@ def failure_answer(name: Any, problem: str, agent: str = "claude") -> tuple[Answ
     """(answer, exit code) for a call kodelet could not answer: a block on the events
     that can block, the problem shown to the user on the others."""
     fix = FIX.format(agent=agent)
-    if name == PRE_TOOL:
-        reason = f"kodelet could not check this tool call, so it is blocked: {problem}; {fix}"
+    if name in (PRE_TOOL, SKILL_SHELL):
+        what = "tool call" if name == PRE_TOOL else "skill's shell line"
+        reason = f"kodelet could not check this {what}, so it is blocked: {problem}; {fix}"
         return Answer(name, blocked=True, reason=reason), 0
     if name == PROMPT:
         reason = f"kodelet could not check this prompt, so it is blocked: {problem}; {fix}"

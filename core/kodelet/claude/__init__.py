@@ -1,6 +1,6 @@
 """Claude Code / Agent SDK hooks, runnable on their own.
 
-A :class:`Runner` fires the 15 Claude hook events at :class:`HookMatcher` groups of
+A :class:`Runner` fires the 16 Claude hook events at :class:`HookMatcher` groups of
 Python callbacks and :class:`CommandHook` shell commands and returns one
 :class:`HookResult` per hook that ran; :func:`merge` folds them into the answer
 Claude Code would act on. :mod:`kodelet.claude.mapping` translates between these

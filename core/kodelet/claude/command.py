@@ -53,7 +53,12 @@ LineSink = Callable[[str, str], None]
 SHELL = ("/bin/sh", "-c")
 STDOUT_CAP = 16 * 1024 * 1024
 GATES = frozenset(
-    {HookEvent.PRE_TOOL_USE, HookEvent.PERMISSION_REQUEST, HookEvent.USER_PROMPT_SUBMIT}
+    {
+        HookEvent.PRE_TOOL_USE,
+        HookEvent.PRE_SKILL_SHELL_COMMAND,
+        HookEvent.PERMISSION_REQUEST,
+        HookEvent.USER_PROMPT_SUBMIT,
+    }
 )
 """Events whose hook decides whether something happens: an answer kodelet cannot
 read there blocks."""

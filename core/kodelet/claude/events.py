@@ -1,4 +1,4 @@
-"""The 15 hook events of Claude Code and the Agent SDK, and how each one behaves.
+"""The hook events of Claude Code and the Agent SDK kodelet knows, and how each behaves.
 
 One table, :data:`EVENTS`, says per event which input field a matcher is tested
 against, what exit code 2 does, and whether plain text on stdout becomes context:
@@ -20,6 +20,9 @@ class HookEvent(StrEnum):
     USER_PROMPT_SUBMIT = "UserPromptSubmit"
     STOP = "Stop"
     SUBAGENT_STOP = "SubagentStop"
+    PRE_SKILL_SHELL_COMMAND = "PreSkillShellCommand"
+    """A skill's or slash command's ``!`cmd``` line, before it runs (Claude Code
+    2.1.332 on); no tool call, and no PreToolUse, is made for it."""
     SUBAGENT_START = "SubagentStart"
     PRE_COMPACT = "PreCompact"
     NOTIFICATION = "Notification"
@@ -61,6 +64,13 @@ EVENTS: dict[HookEvent, EventInfo] = {
             "updatedInput",
             "additionalContext",
         ),
+    ),
+    # Claude Code 2.1.332 never applies a PreSkillShellCommand updatedInput: any value
+    # keeps the line from running, as deny and ask do.
+    HookEvent.PRE_SKILL_SHELL_COMMAND: EventInfo(
+        matcher_field="tool_name",
+        exit_two="deny",
+        specific_output=("permissionDecision", "permissionDecisionReason", "updatedInput"),
     ),
     HookEvent.POST_TOOL_USE: EventInfo(
         matcher_field="tool_name",

@@ -22,7 +22,7 @@ HTTP_PATH = "/kodelet/claude/hook"
 """The URL path of kodelet's ``type: "http"`` entries (``kodelet.warm.http.PATH``)."""
 SHELL_SYNTAX = frozenset(";&|<>`$()\n\r")
 """A command using any of these does more than call the bridge: it is not ours."""
-BLOCKING_EVENTS = ("PreToolUse", "UserPromptSubmit")
+BLOCKING_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
 """Where a failure of kodelet must not let the call through (``onFailure: "block"``)."""
 PROJECT_COMMAND = "kodelet claude hook"
 """What a shared (project) settings file gets: found on each teammate's PATH."""

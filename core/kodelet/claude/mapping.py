@@ -36,7 +36,12 @@ from ..wire import converter as _wire
 from .events import HookEvent
 
 if TYPE_CHECKING:
-    from .types import HookInput, PostToolUseFailureInput, PostToolUseInput
+    from .types import (
+        HookInput,
+        PostToolUseFailureInput,
+        PostToolUseInput,
+        PreSkillShellCommandInput,
+    )
 
 # --- events ---------------------------------------------------------------
 
@@ -52,6 +57,9 @@ class EventMapping:
 
 EVENT_MAP: tuple[EventMapping, ...] = (
     EventMapping(HookEvent.PRE_TOOL_USE, Event.BEFORE_TOOL_CALL),
+    # A skill's shell line is a shell call to kodelet's guards (marked by SKILL_SHELL in
+    # the payload's metadata); a before_tool_call goes back to Claude as PreToolUse.
+    EventMapping(HookEvent.PRE_SKILL_SHELL_COMMAND, Event.BEFORE_TOOL_CALL),
     EventMapping(HookEvent.POST_TOOL_USE, Event.AFTER_TOOL_CALL, tool_failed=False),
     EventMapping(HookEvent.POST_TOOL_USE_FAILURE, Event.AFTER_TOOL_CALL, tool_failed=True),
     EventMapping(HookEvent.USER_PROMPT_SUBMIT, Event.USER_MESSAGE_SEND),
@@ -176,6 +184,33 @@ def to_claude_tool(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str
     return m.claude, _translate(m, tool_input, to_kodelet=False)
 
 
+# --- skill shell lines ----------------------------------------------------
+
+SKILL_SHELL = "skill_shell_line"
+"""``metadata.origin`` of a ``before_tool_call`` for a skill's or slash command's
+``!`cmd``` line (Claude Code's PreSkillShellCommand): no tool call the model made, and
+a rewrite of it is never run."""
+
+
+def skill_metadata(hook_input: PreSkillShellCommandInput) -> dict[str, Any]:
+    """What a guard is told of a skill's shell line beside the command: where it comes
+    from, who loaded it, and the shell that would run it."""
+    out: dict[str, Any] = {
+        "origin": SKILL_SHELL,
+        "skill": hook_input.command_name,
+        "started_by": hook_input.invoked_by,
+        "shell": hook_input.tool_name,
+    }
+    if hook_input.command_source:
+        out["skill_source"] = hook_input.command_source
+    return out
+
+
+def is_skill_shell(payload: BasePayload) -> bool:
+    metadata = getattr(payload, "metadata", None)
+    return isinstance(metadata, dict) and metadata.get("origin") == SKILL_SHELL
+
+
 # --- payload fields -------------------------------------------------------
 
 
@@ -186,6 +221,7 @@ def claude_input(
     from .types import (
         PostToolUseFailureInput,
         PostToolUseInput,
+        PreSkillShellCommandInput,
         PreToolUseInput,
         StopInput,
         SubagentStopInput,
@@ -201,6 +237,16 @@ def claude_input(
     if isinstance(payload, BeforeToolCallPayload | AfterToolCallPayload):
         name, tool_input = to_claude_tool(payload.tool_name, payload.tool_input)
         tool = {**base, "tool_name": name, "tool_input": tool_input}
+        if isinstance(payload, BeforeToolCallPayload) and is_skill_shell(payload):
+            meta = payload.metadata or {}
+            shell = meta.get("shell")
+            return PreSkillShellCommandInput(
+                **{**tool, "tool_name": shell if isinstance(shell, str) and shell else name},
+                tool_use_id=payload.tool_user_id,
+                command_name=str(meta.get("skill") or ""),
+                command_source=meta.get("skill_source") or None,
+                invoked_by=str(meta.get("started_by") or "other"),
+            )
         if isinstance(payload, BeforeToolCallPayload):
             return PreToolUseInput(**tool, tool_use_id=payload.tool_user_id)
         output = payload.tool_output
@@ -278,6 +324,7 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
     from .types import (
         PostToolUseFailureInput,
         PostToolUseInput,
+        PreSkillShellCommandInput,
         PreToolUseInput,
         UserPromptSubmitInput,
     )
@@ -290,11 +337,16 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
         "cwd": hook_input.cwd,
         "invoked_by": mapping.invoked_by,
     }
-    if isinstance(hook_input, PreToolUseInput | PostToolUseInput | PostToolUseFailureInput):
+    tools = PreToolUseInput | PreSkillShellCommandInput | PostToolUseInput | PostToolUseFailureInput
+    if isinstance(hook_input, tools):
         if hook_input.agent_id:
             base["invoked_by"] = "subagent"
         name, tool_input = to_kodelet_tool(hook_input.tool_name, hook_input.tool_input)
         tool = {**base, "tool_name": name, "tool_input": tool_input}
+        if isinstance(hook_input, PreSkillShellCommandInput):
+            return BeforeToolCallPayload(
+                **tool, tool_user_id=hook_input.tool_use_id, metadata=skill_metadata(hook_input)
+            )
         if isinstance(hook_input, PreToolUseInput):
             return BeforeToolCallPayload(**tool, tool_user_id=hook_input.tool_use_id)
         return AfterToolCallPayload(
@@ -330,7 +382,7 @@ def to_kodelet_result(
     context = [specific["additionalContext"]] if specific.get("additionalContext") else []
     stopped = doc.get("continue") is False
     stop_reason = doc.get("stopReason") or "stopped by a Claude Code hook (continue: false)"
-    if event == HookEvent.PRE_TOOL_USE:
+    if event in (HookEvent.PRE_TOOL_USE, HookEvent.PRE_SKILL_SHELL_COMMAND):
         decision = specific.get("permissionDecision")
         reason = specific.get("permissionDecisionReason") or ""
         updated = specific.get("updatedInput")
@@ -338,7 +390,15 @@ def to_kodelet_result(
             out.update(blocked=True, reason=reason or "denied by a Claude Code hook")
         elif decision == "ask":
             out.update(ask=True, reason=reason or "a Claude Code hook asks for approval")
-        if decision in ("ask", "allow", None) and isinstance(updated, dict):
+        elif event == HookEvent.PRE_SKILL_SHELL_COMMAND and "updatedInput" in specific:
+            # Claude Code never runs a rewritten skill line: any updatedInput refuses it.
+            out.update(
+                blocked=True,
+                reason="the hook changed the command, which Claude Code"
+                " does not run for a skill's shell line",
+            )
+        pre = event == HookEvent.PRE_TOOL_USE
+        if pre and decision in ("ask", "allow", None) and isinstance(updated, dict):
             out["input"] = to_kodelet_tool(tool_name, updated)[1]
     elif mapping.kodelet == Event.AFTER_TOOL_CALL:
         # A blocking PostToolUse hook's reason is feedback for the model.

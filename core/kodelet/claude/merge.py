@@ -110,7 +110,7 @@ def merge(event: str | HookEvent, results: Iterable[HookResult]) -> dict[str, An
         doc["systemMessage"] = "\n".join(messages)
 
     specific: dict[str, Any] = {}
-    if hook_event == HookEvent.PRE_TOOL_USE:
+    if hook_event in (HookEvent.PRE_TOOL_USE, HookEvent.PRE_SKILL_SHELL_COMMAND):
         specific.update(_pre_tool_use(now))
     elif hook_event == HookEvent.PERMISSION_REQUEST:
         specific.update(_permission_request(now))

@@ -95,7 +95,8 @@ def _decision(event: HookEvent, output: SyncOutput) -> str | None:
         return specific.permission_decision
     if isinstance(specific, PermissionRequestSpecificOutput) and specific.decision:
         return specific.decision.behavior
-    if event == HookEvent.PRE_TOOL_USE and output.decision is not None:
+    pre = (HookEvent.PRE_TOOL_USE, HookEvent.PRE_SKILL_SHELL_COMMAND)
+    if event in pre and output.decision is not None:
         return {"approve": "allow", "block": "deny"}[output.decision]  # the legacy spelling
     return "block" if output.decision == "block" else None
 

@@ -83,6 +83,23 @@ class PreToolUseInput(_ToolFields):
 
 
 @attrs.frozen(kw_only=True)
+class PreSkillShellCommandInput(_ToolFields):
+    """A skill's or slash command's shell line (``!`cmd```), before Claude Code runs it:
+    ``tool_name`` is the shell (``Bash`` or ``PowerShell``), ``tool_input.command`` the
+    line with its arguments filled in."""
+
+    EVENT: ClassVar[HookEvent] = HookEvent.PRE_SKILL_SHELL_COMMAND
+    tool_use_id: str = ""
+    """Names this line; no tool call in the transcript has it."""
+    command_name: str = ""
+    """The skill or command whose text holds the line."""
+    command_source: str | None = None
+    """Where that skill or command comes from (``projectSettings``, ``plugin``, ...)."""
+    invoked_by: str = "other"
+    """Who loaded it: ``user``, ``claude`` (the Skill tool) or ``other``."""
+
+
+@attrs.frozen(kw_only=True)
 class PostToolUseInput(_ToolFields):
     EVENT: ClassVar[HookEvent] = HookEvent.POST_TOOL_USE
     tool_response: Any = attrs.field(default=None, metadata=_keep_null())
@@ -189,6 +206,7 @@ INPUT_TYPES: dict[HookEvent, type[HookInput]] = {
     cls.EVENT: cls
     for cls in (
         PreToolUseInput,
+        PreSkillShellCommandInput,
         PostToolUseInput,
         PostToolUseFailureInput,
         PermissionRequestInput,
@@ -261,6 +279,7 @@ SpecificOutput = Union[  # noqa: UP007 - a runtime value, used by isinstance
 
 _SPECIFIC_TYPES: dict[HookEvent, type[Any]] = {
     HookEvent.PRE_TOOL_USE: PreToolUseSpecificOutput,
+    HookEvent.PRE_SKILL_SHELL_COMMAND: PreToolUseSpecificOutput,
     HookEvent.POST_TOOL_USE: PostToolUseSpecificOutput,
     HookEvent.PERMISSION_REQUEST: PermissionRequestSpecificOutput,
 }

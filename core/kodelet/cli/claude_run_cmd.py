@@ -2,7 +2,7 @@
 
 Only the Claude runner takes part (no kodelet hooks, no mapping), so a hook can be
 tried from the shell with the input Claude Code would give it and the answer printed
-as the hook JSON Claude Code would act on. Every one of the 15 events works.
+as the hook JSON Claude Code would act on. Every one of the 16 events works.
 
 What the answer cannot say goes to stderr, one line each: a hook that failed, output
 keys Claude Code ignores, what a SessionStart hook wrote to ``CLAUDE_ENV_FILE``, and

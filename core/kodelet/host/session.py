@@ -85,6 +85,7 @@ class Session:
         tool_name: str = _MISSING,
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
+        metadata: Mapping[str, Any] | None = None,
     ) -> BeforeToolCallResult:
         payload = cast(
             BeforeToolCallPayload, self.payload(Event.BEFORE_TOOL_CALL, **_own(locals()))
@@ -139,6 +140,7 @@ class Session:
         tool_name: str = _MISSING,
         tool_input: Mapping[str, Any] | None = None,
         tool_user_id: str = "",
+        metadata: Mapping[str, Any] | None = None,
     ) -> BeforeToolCallResult:
         payload = cast(
             BeforeToolCallPayload, self.payload(Event.BEFORE_TOOL_CALL, **_own(locals()))
