@@ -21,6 +21,14 @@ CLAUDE = Dialect(
     binary="claude",
     package="@anthropic-ai/claude-code",
     verified="2.1.332",
+    gaps=(
+        (
+            "2.1.332",
+            "skill and slash-command shell lines (!`cmd` in a skill or a .claude/commands"
+            " file) run unguarded: no hook sees them before Claude Code 2.1.332"
+            " (PreSkillShellCommand)",
+        ),
+    ),
     config={
         "user": "~/.claude/settings.json",
         "project": ".claude/settings.json",

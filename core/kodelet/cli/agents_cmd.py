@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import typer
 
 from ..agents import DEFAULT, DIALECTS, Dialect
 from ..agents.installs import lean_command
+from ..agents.versions import version_lines, version_state
 from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
@@ -333,12 +335,14 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
     not_running = hooks_not_running(ctx)
     unheld = here_problem or any(r["blocking"] for r in not_running)
     limits = cannot_apply(dialect.name, rows)
+    version = version_state(dialect, os.environ)
     if as_json:
         print_json(
             {
                 "agent": dialect.name,
                 "project": str(cwd),
                 "binary": shutil.which(dialect.binary),
+                **version,
                 "scopes": scopes,
                 "on_failure": on_failure,
                 "config_error": config_error,
@@ -356,6 +360,7 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
     lines = [
         f"project: {cwd}",
         f"{dialect.binary}: {shutil.which(dialect.binary) or 'not on PATH'}",
+        *version_lines(dialect, version),
     ]
     for s in scopes:
         lines += scope_lines(dialect, s)
@@ -437,22 +442,27 @@ def agents(
 ) -> None:
     """The coding agents on PATH and where kodelet is connected in each."""
     cwd = state(ctx).cwd
+    env = dict(os.environ)
+    with ThreadPoolExecutor(max_workers=len(DIALECTS)) as pool:  # each waits on its binary
+        versions = list(pool.map(lambda d: version_state(d, env), DIALECTS.values()))
     rows: list[dict[str, Any]] = [
         {
             "agent": d.name,
             "title": d.title,
             "binary": shutil.which(d.binary),
+            **version,
             "scopes": [scope_state(d, s, cwd) for s in d.config],
         }
-        for d in DIALECTS.values()
+        for d, version in zip(DIALECTS.values(), versions, strict=True)
     ]
     if as_json:
         print_json({"project": str(cwd), "agents": rows})
         return
     lines = [f"project: {cwd}"]
-    for row in rows:
+    for d, row in zip(DIALECTS.values(), rows, strict=True):
         found = row["binary"] or "not on PATH"
         lines.append(f"{row['agent']:8} {row['title']}: {found}")
+        lines += [f"{'':8}   {line}" for line in version_lines(d, row)]
         for s in row["scopes"]:
             where = "connected" if s["events"] else "not connected"
             lines.append(f"{'':8}   {s['scope']:8} {s['path']}: {s['error'] or where}")
