@@ -263,6 +263,30 @@ def test_the_events_md_redaction_keeps_the_key_from_the_model(agent: Agent, kind
     assert redaction.KEY not in run.seen_by_model()
 
 
+WITHHOLD_HOOK = """#!/usr/bin/env python3
+import json, sys
+if sys.argv[1] == "hook":
+    print("after_tool_call")
+elif sys.argv[1] == "run":
+    out = json.load(sys.stdin)["tool_output"]
+    print(json.dumps({"output": {**out, "metadata": {"output": "withheld"}}}))
+"""
+
+
+def test_a_rewrite_that_fits_no_shape_stops_before_the_model_sees_the_result(
+    agent: Agent,
+) -> None:
+    """Grep's file list is shown to hooks as JSON; text that is no longer that JSON fits
+    no replacement Claude Code takes, so the agent stops before the next model call."""
+    (agent.project / "notes.txt").write_text("x\n")
+    agent.hook("withhold", WITHHOLD_HOOK)
+    turn = [tool("Grep", pattern="x", path=str(agent.project), output_mode="files_with_matches")]
+    run = agent.run([turn, [text("fin")]], allowed="Grep")
+    assert run.result["terminal_reason"] == "hook_stopped", run.result
+    assert len(run.api.main_requests()) == 1
+    assert run.api.tool_outputs() == []
+
+
 def test_a_file_write_rewrite_uses_claude_codes_keys(agent: Agent) -> None:
     agent.hook(
         "rewrite-write",
