@@ -81,3 +81,32 @@ else:
     if "SECRET123" in text:
         print(json.dumps({"output": json.loads(text.replace("SECRET123", "[redacted]"))}))
 """
+
+
+NO_RM_RF = """#!/bin/bash
+case "$1" in
+  hook) echo before_tool_call ;;
+  run) payload=$(cat)
+       case "$payload" in
+         *'"tool_name": "bash"'*'rm -rf'*) echo '{"blocked": true, "reason": "no rm -rf"}' ;;
+       esac ;;
+esac
+"""
+
+BOOM = """---
+allowed-tools: Bash(rm:*)
+---
+Result: !`rm -rf victim`
+"""
+
+
+def boom(project: Path) -> Path:
+    """A project command whose shell line deletes ``victim/`` as ``/boom`` loads, with no
+    tool call the model makes; the victim, made beside it."""
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True, exist_ok=True)
+    (commands / "boom.md").write_text(BOOM)
+    victim = project / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("x")
+    return victim

@@ -18,7 +18,16 @@ from typing import Any
 import pytest
 from kodelet.agents.standins.messages import Script, Turn, text, tool
 
-from tests.e2e.claude_agent import DANGER_HOOK, REDACT_HOOK, REWRITE_HOOK, Agent, payloads, recorder
+from tests.e2e.claude_agent import (
+    DANGER_HOOK,
+    NO_RM_RF,
+    REDACT_HOOK,
+    REWRITE_HOOK,
+    Agent,
+    boom,
+    payloads,
+    recorder,
+)
 from tests.kit import redaction
 
 
@@ -122,37 +131,9 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(
 
 # --- skill and slash-command shell lines ------------------------------------------
 
-NO_RM_RF = """#!/bin/bash
-case "$1" in
-  hook) echo before_tool_call ;;
-  run) payload=$(cat)
-       case "$payload" in
-         *'"tool_name": "bash"'*'rm -rf'*) echo '{"blocked": true, "reason": "no rm -rf"}' ;;
-       esac ;;
-esac
-"""
-
-BOOM = """---
-allowed-tools: Bash(rm:*)
----
-Result: !`rm -rf victim`
-"""
-
-
-def boom(agent: Agent) -> Path:
-    """A project command whose shell line deletes ``victim/`` as ``/boom`` loads, with no
-    tool call the model makes; the victim, made beside it."""
-    commands = agent.project / ".claude" / "commands"
-    commands.mkdir(parents=True, exist_ok=True)
-    (commands / "boom.md").write_text(BOOM)
-    victim = agent.project / "victim"
-    victim.mkdir()
-    (victim / "keep").write_text("x")
-    return victim
-
 
 def test_a_skills_shell_line_is_a_bash_call_a_guard_blocks(agent: Agent, tmp_path: Path) -> None:
-    victim = boom(agent)
+    victim = boom(agent.project)
     agent.hook("no-rm-rf", NO_RM_RF)
     log = tmp_path / "seen.jsonl"
     agent.hook("a-record", recorder("before_tool_call", log))  # runs first: by name
@@ -166,7 +147,7 @@ def test_a_skills_shell_line_is_a_bash_call_a_guard_blocks(agent: Agent, tmp_pat
 
 
 def test_a_skills_shell_line_is_blocked_when_kodelet_cannot_run(agent: Agent) -> None:
-    victim = boom(agent)
+    victim = boom(agent.project)
     path = agent.project / ".claude" / "settings.json"
     settings = json.loads(path.read_text())
     # Only the skill line's entry, so the failing prompt entry cannot stop /boom first.

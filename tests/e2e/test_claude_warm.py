@@ -20,7 +20,7 @@ from kodelet.agents.standins.messages import Script, is_main_loop, text, tool
 from kodelet.testing import write_hook
 from kodelet.warm import control
 
-from tests.e2e.claude_agent import DANGER_HOOK
+from tests.e2e.claude_agent import DANGER_HOOK, NO_RM_RF, boom
 from tests.e2e.claude_code import Run, run_claude
 from tests.kit.another_user import Attack, needs_root, racing_for
 from tests.kit.cli import venv_kodelet as kodelet
@@ -82,6 +82,27 @@ def test_the_http_transport_blocks_with_no_process_per_call(
     warm = [i for i in control.running() if i.get("project") == str(guarded)]
     assert warm[0]["http"] == entry["url"]
     assert warm[0]["calls"] >= 4  # PreToolUse and PostToolUseFailure per call, prompt, stop
+
+
+def test_the_http_transport_blocks_a_skills_shell_line(
+    claude_bin: Path, cc_project: Path, isolated_home: Path, venv_bin: Path
+) -> None:
+    write_hook(cc_project / ".kodelet" / "hooks", "no-rm-rf", NO_RM_RF)
+    victim = boom(cc_project)
+    http = ("--scope", "local", "--transport", "http")
+    kodelet(venv_bin, "claude", "install", *http, cwd=cc_project)
+    entry = settings(cc_project)["hooks"]["PreSkillShellCommand"][0]["hooks"][0]
+    assert entry["type"] == "http" and entry["onFailure"] == "block"
+    run = run_claude(
+        claude_bin,
+        cc_project,
+        isolated_home,
+        [[text("fin")]],
+        prompt="/boom",
+        path_prefix=[str(venv_bin)],
+    )
+    assert victim.is_dir(), run.seen_by_model()
+    assert "[not run: blocked by hook: no rm -rf]" in run.seen_by_model()
 
 
 class Allow(BaseHTTPRequestHandler):
