@@ -65,6 +65,13 @@ def test_a_bash_guard_sees_the_line_as_a_shell_call_marked_as_a_skills(project: 
     }
 
 
+def test_a_powershell_line_is_a_shell_call_too(project: Path) -> None:
+    line = skill_line(guarded(project), "rm -rf victim", tool_name="PowerShell")
+    assert answered(hook(line)) == decided("deny", "rm -rf is not allowed")
+    payload = seen(project, "before_tool_call")
+    assert (payload["tool_name"], payload["metadata"]["shell"]) == ("bash", "PowerShell")
+
+
 def test_a_model_call_carries_no_metadata(project: Path) -> None:
     pre = claude_input(
         guarded(project),

@@ -88,7 +88,7 @@ FIELD_DOCS: Mapping[str, str] = {
         " (Claude Code's `` !`cmd` `` lines, run as the skill loads, before the model sees"
         ' it) comes as `bash` with `{"origin": "skill_shell_line", "skill": NAME,'
         ' "skill_source": WHERE, "started_by": WHO, "shell": "Bash"}` (WHO: `user`,'
-        " `claude` or `other`; the shell may be `PowerShell`): a block or ask keeps the"
+        " `claude` or `other`; a `PowerShell` line is `bash` too): a block or ask keeps the"
         " line from running; Claude Code never runs a rewritten line, so a rewrite blocks."
     ),
     "AfterToolCallPayload.tool_name": "The tool that ran.",

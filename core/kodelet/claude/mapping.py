@@ -341,7 +341,11 @@ def kodelet_payload(hook_input: HookInput) -> BasePayload | None:
     if isinstance(hook_input, tools):
         if hook_input.agent_id:
             base["invoked_by"] = "subagent"
-        name, tool_input = to_kodelet_tool(hook_input.tool_name, hook_input.tool_input)
+        # Every skill line is a shell line, Bash's or PowerShell's: a guard on shell calls
+        # sees it as one (metadata.shell says which), never under a name it does not guard.
+        shell = isinstance(hook_input, PreSkillShellCommandInput)
+        claude_name = "Bash" if shell else hook_input.tool_name
+        name, tool_input = to_kodelet_tool(claude_name, hook_input.tool_input)
         tool = {**base, "tool_name": name, "tool_input": tool_input}
         if isinstance(hook_input, PreSkillShellCommandInput):
             return BeforeToolCallPayload(
