@@ -255,3 +255,29 @@ def test_hooks_run_hands_the_redaction_the_text_the_agents_do(
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)["output"]
     assert out["metadata"] == {"output": "AWS_ACCESS_KEY_ID=[redacted]\n"}
+
+
+def test_a_failed_calls_error_is_its_text_and_a_rewrite_withholds_it(redacting: Path) -> None:
+    """No agent can replace a failed call's error: the rewrite is never put beside it,
+    the error is withheld (Claude Code stops; Gemini CLI is given the rewrite instead)."""
+    data = {**post_tool(redacting, "Bash", None), "hook_event_name": "PostToolUseFailure",
+            "error": f"cat: {KEY}: No such file"}  # fmt: skip
+    data.pop("tool_response")
+    out = answer(redacting, data)
+    assert out["continue"] is False
+    gemini = {
+        **post_tool(redacting, "run_shell_command", {"llmContent": "", "error": {
+            "message": f"cat: {KEY}: No such file"}}),
+        "hook_event_name": "AfterTool",
+    }  # fmt: skip
+    out = answer(redacting, gemini, "--agent", "gemini")
+    assert out["decision"] == "deny" and "cat: [redacted]: No such file" in out["reason"]
+
+
+def test_status_says_a_redaction_of_a_failed_calls_error_does_not_hold(redacting: Path) -> None:
+    """Claude Code 2.1.332 reads neither a replacement nor continue: false from a
+    PostToolUseFailure hook: nothing keeps a failed call's error from the model."""
+    res = run_kodelet("--cwd", str(redacting), "claude", "status")
+    assert res.returncode == 0, res.stderr
+    assert "redact: a rewritten error of a failed tool call" in res.stdout
+    assert "a redaction does not hold there" in res.stdout

@@ -298,6 +298,7 @@ def test_status_names_answers_the_agent_cannot_apply(tmp_path: Path) -> None:
     assert [(f["name"], f["answer"].split(":")[0]) for f in qwen["cannot_apply"]] == [
         ("guard", "a rewrite of the call"),
         ("redact", "a rewritten tool output"),
+        ("redact", "a rewritten error of a failed tool call"),
         ("guard", "added context"),
     ]
     gemini = kodelet("gemini", "status", cwd=root)

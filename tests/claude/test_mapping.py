@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from kodelet.claude import (
     TOOL_NAMES,
@@ -170,7 +171,11 @@ def test_payloads_translate_both_ways() -> None:
     hook_input = claude_input(failed)
     assert hook_input is not None and hook_input.event == HookEvent.POST_TOOL_USE_FAILURE
     assert input_to_wire(hook_input)["error"] == "exit 1"
-    assert kodelet_payload(hook_input) == failed
+    # The error is also the text the model is shown, in the one field for it.
+    shown = StructuredToolResult(
+        tool_name="bash", success=False, error="exit 1", metadata={"output": "exit 1"}
+    )
+    assert kodelet_payload(hook_input) == attrs.evolve(failed, tool_output=shown)
 
     ok = AfterToolCallPayload(
         conv_id="c1",

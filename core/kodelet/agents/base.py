@@ -500,7 +500,6 @@ def last_line(text: str) -> str:
 
 BLOCKED = "blocked by a kodelet hook"
 ASKED = "a kodelet hook asks for approval"
-REWRITTEN = "kodelet hooks rewrote this tool result: "
 WITHHELD = (
     "kodelet stopped the agent: a hook rewrote a tool result into text the agent cannot"
     " put in that result's place, so the result is kept from the model"
@@ -594,12 +593,15 @@ class Answer:
             reason = (result.reason or BLOCKED) if result.blocked else ""
             return cls(name, blocked=bool(result.blocked), reason=reason, context=context)
         if name in AFTER_TOOL and result.output is not None:
+            if name != "PostToolUse":
+                # A failed call's error is what the model is shown; no agent can replace
+                # it, so a rewrite of it withholds it (never the rewrite beside it).
+                new = _new_error(hook_input, result.output)
+                withheld = "" if new is None else new or "(kodelet hooks withheld the error)"
+                return cls(name, withheld=withheld, context=context)
             output = _new_output(hook_input, result.output)
             if isinstance(output, str):
                 return cls(name, withheld=output, context=context)
-            if output is None and name != "PostToolUse":
-                note = REWRITTEN + _wire_text(result.output)
-                context = f"{context}\n\n{note}" if context else note
             return cls(name, output=output, context=context)
         if name in STOPS:
             messages = [m for m in (result.follow_up_messages or []) if m]
@@ -668,7 +670,12 @@ def _new_output(hook_input: Any, output: Any) -> NewOutput | str | None:
     return NewOutput(raw, mcp=mcp, shown=model_text(raw))
 
 
-def _wire_text(output: Any) -> str:
-    from ..wire import converter
-
-    return json.dumps(converter.unstructure(output), ensure_ascii=False)
+def _new_error(hook_input: Any, output: Any) -> str | None:
+    """The text a hook put in place of a failed call's error (``metadata.output``, else
+    ``error``); None when it is the error the agent reported."""
+    metadata = getattr(output, "metadata", None)
+    text = metadata.get("output") if isinstance(metadata, dict) else None
+    if not isinstance(text, str):
+        text = getattr(output, "error", None) or ""
+    old = getattr(hook_input, "error", None) or "tool failed"
+    return None if text == old else text

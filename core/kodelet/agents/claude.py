@@ -40,6 +40,13 @@ CLAUDE = Dialect(
     on_failure_key=True,
     transports=("command", "http"),
     file_kind="Claude settings",
+    cannot_apply=(
+        (
+            "after_tool_call",
+            "a rewritten error of a failed tool call: Claude Code can neither replace nor withhold"
+            " it, so the model gets the original error (a redaction does not hold there)",
+        ),
+    ),
     status_notes=(
         "Claude Code runs the hooks of its own settings files itself (`kodelet hooks list`"
         " shows them).",

@@ -163,6 +163,11 @@ QWEN = QwenDialect(
             " call (continue: false): the model gets the rewrite as the call's error, never"
             " the original",
         ),
+        (
+            "after_tool_call",
+            "a rewritten error of a failed tool call: Qwen Code can neither replace nor withhold"
+            " it, so the model gets the original error (a redaction does not hold there)",
+        ),
         ("before_tool_call", "added context: Qwen Code drops it before a tool call"),
     ),
 )

@@ -274,11 +274,17 @@ def to_kodelet_output(
     the model is shown (:func:`kodelet.tooltext.model_text`), the one field a redaction
     rewrites in every agent, and ``metadata.tool_response`` is Claude Code's
     ``tool_response`` (the transcript's ``toolUseResult``), whatever its shape; a failed
-    call (``error`` given) is ``success: false`` with the error. The bridge and the
+    call (``error`` given) is ``success: false`` with the error, which is also its
+    ``metadata.output`` (what the model is shown). The bridge and the
     transcript importer both read results here."""
     if error is not None:
+        error = error or "tool failed"
         return StructuredToolResult(
-            tool_name=name, success=False, error=error or "tool failed", timestamp=timestamp
+            tool_name=name,
+            success=False,
+            error=error,
+            metadata={"output": error},
+            timestamp=timestamp,
         )
     if isinstance(response, dict) and "toolName" in response:
         try:
