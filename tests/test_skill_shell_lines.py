@@ -144,3 +144,25 @@ def test_a_claude_settings_hook_on_the_event_runs_for_skill_lines_only() -> None
     result = to_kodelet_result(HookEvent.PRE_SKILL_SHELL_COMMAND, rewrite, tool_name="Bash")
     assert result is not None and result["blocked"] is True
     assert "input" not in result
+
+
+def test_status_names_an_older_install_that_lacks_the_event(project: Path) -> None:
+    """Entries an older kodelet wrote have no PreSkillShellCommand: skill lines reach no
+    hook until install runs again, and status says so."""
+    assert kodelet("claude", "install", "--scope", "project", cwd=project).returncode == 0
+    path = project / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    del data["hooks"]["PreSkillShellCommand"]
+    path.write_text(json.dumps(data))
+    status = json.loads(kodelet("claude", "status", "--json", cwd=project).stdout)
+    (scope,) = [s for s in status["scopes"] if s["scope"] == "project"]
+    assert any(
+        "lack PreSkillShellCommand" in p and "kodelet claude install --scope project" in p
+        for p in scope["command_problems"]
+    ), scope["command_problems"]
+    text = kodelet("claude", "status", cwd=project).stdout
+    assert "problem: kodelet's entries here lack PreSkillShellCommand" in text
+    assert kodelet("claude", "install", "--scope", "project", cwd=project).returncode == 0
+    again = json.loads(kodelet("claude", "status", "--json", cwd=project).stdout)
+    (scope,) = [s for s in again["scopes"] if s["scope"] == "project"]
+    assert not [p for p in scope["command_problems"] if "lack" in p]

@@ -117,6 +117,13 @@ def scope_state(dialect: Dialect, scope: str, cwd: Path) -> dict[str, Any]:
     entry["command_problems"] = [
         f"{c}: {why}{blocked}" for c in entry["commands"] if (why := command_problem(c))
     ]
+    lacking = [e for e in dialect.hook_events() if e not in entry["events"]]
+    if entry["events"] and lacking:
+        entry["command_problems"].append(
+            f"kodelet's entries here lack {', '.join(lacking)} (installed by an older"
+            f" kodelet, or taken out by hand): {dialect.title} sends kodelet nothing"
+            f" there; `kodelet {dialect.name} install --scope {scope}` adds it"
+        )
     untrusted = sorted(dialect.untrusted(path, data, os.environ) or ())
     entry["untrusted"] = untrusted
     if untrusted:
