@@ -277,7 +277,7 @@ def test_a_failed_calls_error_is_its_text_and_a_rewrite_withholds_it(redacting: 
 def test_status_says_a_redaction_of_a_failed_calls_error_does_not_hold(redacting: Path) -> None:
     """Claude Code 2.1.332 reads neither a replacement nor continue: false from a
     PostToolUseFailure hook: nothing keeps a failed call's error from the model."""
-    res = run_kodelet("--cwd", str(redacting), "claude", "status")
-    assert res.returncode == 0, res.stderr
-    assert "redact: a rewritten error of a failed tool call" in res.stdout
-    assert "a redaction does not hold there" in res.stdout
+    for args in (["claude", "status"], ["verify", "--agent", "claude"]):
+        res = run_kodelet("--cwd", str(redacting), *args)
+        assert "redact: a rewritten error of a failed tool call" in res.stdout, args
+        assert "a redaction does not hold there" in res.stdout, args

@@ -384,6 +384,13 @@ def verify(
     agents = [agent] if agent else [a for a in AGENTS if _installed_anywhere(a, here, project)]
     probes = probing.builtin_probes(project) + probing.user_probes(expect_block, expect_allow)
     rows = [check_agent(a, here, project, probes, live) for a in agents or ["claude"]]
+    from .agents_cmd import bridged_hooks
+
+    hooks = bridged_hooks(ctx)[2]
+    for row in rows:
+        # What the agent cannot apply of the project's hooks' answers (a redaction that
+        # does not hold there), as its status says.
+        row["cannot_apply"] = cannot_apply(row["agent"], hooks)
     failed = [c for r in rows for c in r["calls"] if c["held"] is False]
     ok = not failed and not any(r["problem"] for r in rows)
     if as_json:
@@ -391,7 +398,7 @@ def verify(
     else:
         lines: list[str] = []
         for row in rows:
-            lines += [*_lines(row), ""]
+            lines += [*_lines(row), *cannot_apply_lines(row["title"], row["cannot_apply"]), ""]
         if not expect_block and not expect_allow:
             lines.append(
                 "nothing expected: built-in calls are reported only; --expect-block COMMAND"
