@@ -131,7 +131,8 @@ FIELD_DOCS: Mapping[str, str] = {
     "StructuredToolResult.error": "What went wrong. Left out when null.",
     "StructuredToolResult.metadata": (
         "`output`: the text the model is shown (a shell's stdout, then its stderr; a "
-        "file's content; an MCP tool's text), whichever agent ran the tool; "
+        "file's content; an MCP tool's text; a failed call's error), whichever agent ran "
+        "the tool; "
         "`tool_response`: the agent's own result, in its shape. Left out when null."
     ),
     "StructuredToolResult.timestamp": "When the tool finished, ISO 8601.",
