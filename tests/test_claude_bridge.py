@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet.claude.installed import unguarded
 from kodelet.testing import write_hook
 
 from tests.kit.claude import our_commands
@@ -462,7 +463,7 @@ def test_install_keeps_everything_else_and_is_idempotent(
     assert data["hooks"]["Notification"] == OTHER["hooks"]["Notification"]
     commands = our_commands(data)
     assert all(len(commands[e]) == 1 for e in MAPPED)
-    command = commands["PreToolUse"][0]
+    command = unguarded(commands["PreToolUse"][0])
     # The shared project file names kodelet on PATH; the others this machine's own, and
     # their scope, to stand down for a project entry that does the work.
     tail = " claude hook" if scope == "project" else f" claude hook --scope {scope}"

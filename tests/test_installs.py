@@ -194,3 +194,24 @@ def installed_python(kodelet: Path) -> str:
     python = Path(os.path.realpath(kodelet)).parent / "python"
     assert python.exists(), f"no python beside {os.path.realpath(kodelet)}"
     return str(python)
+
+
+BUILD = "build==1.6.1"
+TWINE = "twine==7.0.0"
+
+
+def test_the_package_builds_and_passes_twine_check(cache: Path) -> None:
+    """Ready to publish: ``python -m build`` makes the sdist and the wheel, ``twine
+    check`` passes both, and their version is the one in ``core/kodelet/VERSION``."""
+    tools = cache / "publish-tools"
+    run([BASE, "-m", "venv", str(tools)])
+    python = str(tools / "bin" / "python")
+    run([python, "-m", "pip", "install", "-q", BUILD, TWINE], pip_env(cache))
+    src = source_copy(cache / "publish-src")
+    dist = cache / "dist"
+    run([python, "-m", "build", "--outdir", str(dist), str(src)], pip_env(cache))
+    version = (src / "core" / "kodelet" / "VERSION").read_text().strip()
+    built = sorted(p.name for p in dist.iterdir())
+    assert built == [f"kodelet-{version}-py3-none-any.whl", f"kodelet-{version}.tar.gz"]
+    out = run([python, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())])
+    assert out.count("PASSED") == 2, out

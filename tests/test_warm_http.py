@@ -9,56 +9,19 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kodelet.claude.installed import is_own
 from kodelet.places import Places
 from kodelet.warm import control, protocol
 from kodelet.warm import http as warm_http
 
 from tests.kit.warm import pre_tool, warm_env, write_guard
+from tests.kit.warm_http import installed, kodelet, post, session_start, settings
 
-
-def kodelet(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kodelet", *args],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=warm_env(),
-        timeout=120,
-    )
-
-
-def post(record: warm_http.Record, body: bytes, auth: str | None) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", record.port, timeout=60)
-    headers = {"Content-Type": "application/json"}
-    if auth is not None:
-        headers["Authorization"] = auth
-    conn.request("POST", warm_http.PATH, body=body, headers=headers)
-    response = conn.getresponse()
-    out = (response.status, response.read())
-    conn.close()
-    return out
-
-
-@pytest.fixture
-def installed(project: Path) -> tuple[Path, warm_http.Record]:
-    (project / ".git").mkdir()
-    write_guard(project)
-    done = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
-    assert done.returncode == 0, done.stderr
-    record = warm_http.load(Places.resolve(project, None, warm_env()))
-    assert record is not None
-    return project, record
-
-
-def settings(project: Path) -> dict[str, Any]:
-    return json.loads((project / ".claude" / "settings.local.json").read_text())  # type: ignore[no-any-return]
+__all__ = ["installed"]
 
 
 def test_a_caller_without_the_secret_is_refused(installed: tuple[Path, warm_http.Record]) -> None:
@@ -216,21 +179,6 @@ def test_an_install_takes_effect_for_a_warm_kodelet_already_running(project: Pat
     status, out = post(record, json.dumps(pre_tool(project)).encode(), record.header())
     assert status == 200
     assert json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"] == "no rm"
-
-
-def session_start(
-    command: str, project: Path, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    """The SessionStart entry (``claude ensure``), run as Claude Code runs it."""
-    return subprocess.run(
-        ["/bin/sh", "-c", command],
-        input=json.dumps({"hook_event_name": "SessionStart", "cwd": str(project)}),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=120,
-    )
 
 
 def user_install(tmp_path: Path) -> tuple[list[Path], warm_http.Record, str]:

@@ -21,9 +21,9 @@ from kodelet.warm import http as warm_http
 
 from tests.kit import processes
 from tests.kit.another_user import needs_root, racing_for
+from tests.kit.warm import pre_tool as guarded_call
 from tests.kit.warm import wait_for, warm_env
-from tests.test_warm_http import installed, kodelet, post, session_start, settings
-from tests.test_warm_http import pre_tool as guarded_call
+from tests.kit.warm_http import installed, kodelet, post, session_start, settings
 
 __all__ = ["installed"]
 
@@ -175,3 +175,11 @@ def test_a_reboot_is_no_reason_to_rotate(installed: tuple[Path, warm_http.Record
     assert info["http"] == record.url and info["http_pending"] == []
     assert warm_http.load(places) == record
     assert json.loads(lease.read_text())["pid"] == info["pid"]
+
+
+def test_install_says_what_it_cannot_guarantee(installed: tuple[Path, warm_http.Record]) -> None:
+    project, _ = installed
+    done = kodelet(project, "claude", "install", "--scope", "local", "--transport", "http")
+    assert done.returncode == 0, done.stderr
+    assert "note: the warm kodelet keeps the port" in done.stdout
+    assert "SIGKILL" in done.stdout and "command transport" in done.stdout

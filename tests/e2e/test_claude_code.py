@@ -196,6 +196,10 @@ def test_kodelet_missing_blocks_through_on_failure(agent: Agent) -> None:
     # A PATH without any kodelet (nox puts its venv's bin on PATH): the command is not found.
     run = agent.run([bash("touch marker"), [text("fin")]], env={"PATH": "/usr/bin:/bin"})
     assert not (agent.project / "marker").exists(), run.tool_result_text()
+    # The block names the fix, not the shell's "kodelet: not found".
+    reason = run.tool_result_text()
+    assert "command is not on the PATH Claude Code starts hooks with" in reason, reason
+    assert "Installing kodelet" in reason and ".claude/settings.json" in reason
 
 
 def test_on_failure_allow_is_an_opt_out_and_status_says_so(agent: Agent) -> None:

@@ -41,7 +41,7 @@ BLOCKING = ("PreToolUse", "UserPromptSubmit")
 
 def declared_scope(command: str) -> str | None:
     """The scope a hook command names (``... claude hook --scope user``), or None."""
-    words = _split(command) or ()
+    words = _split(_unguarded(command)) or ()
     for i, word in enumerate(words[:-1]):
         if word == "--scope":
             return words[i + 1]
@@ -61,6 +61,12 @@ def lean_words(*args: str) -> list[str]:
 
 
 _LEAN = Path(__file__).resolve().parent.parent / "warm" / "hook.py"
+
+
+def _unguarded(command: str) -> str:
+    from ..claude.installed import unguarded
+
+    return unguarded(command)
 
 
 @functools.lru_cache(maxsize=256)
@@ -83,7 +89,7 @@ def runs_this_kodelet(
     from . import DEFAULT
 
     agent = () if dialect is DEFAULT else ("--agent", dialect.name)
-    words = _split(command)
+    words = _split(_unguarded(command))
     if words is None:
         return False
     if scope != "project":

@@ -10,6 +10,7 @@ and a pattern that backtracks on a long command would hang every start.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shlex
 from collections.abc import Iterator, Mapping
@@ -30,11 +31,59 @@ LEAN_CLIENTS = ("/kodelet/warm/hook.py", "/kodelet/warm/client.py")
 """The warm kodelet's lean client, which local and user settings files run directly."""
 
 
+SETTINGS_FILES = {
+    "project": ".claude/settings.json",
+    "local": ".claude/settings.local.json",
+    "user": "~/.claude/settings.json",
+}
+_GUARD_END = "; exit 2; }; "
+
+
+def guarded(command: str) -> str:
+    """``command`` behind a check that what it starts is there. Without kodelet on the
+    PATH Claude Code starts hooks with (a teammate's machine), or with kodelet removed
+    while its user entries stay, the call is blocked (``onFailure``) with the shell's
+    ``kodelet: not found``, in every project, and nothing says what to do: the check
+    blocks it (exit 2) with a reason naming both ways out, neither of which needs kodelet."""
+    words = shlex.split(command)
+    scope = next((b for a, b in itertools.pairwise(words) if a == "--scope"), "project")
+    lean = len(words) > 3 and os.path.isabs(words[0]) and words[3].endswith(LEAN_CLIENTS)
+    if lean:
+        test = f"[ -x {shlex.quote(words[0])} ] && [ -f {shlex.quote(words[3])} ]"
+        problem = f"kodelet is gone from {os.path.dirname(os.path.dirname(words[0]))}"
+    else:
+        test = f"command -v {shlex.quote(words[0])} >/dev/null 2>&1"
+        problem = f"the {words[0]} command is not on the PATH Claude Code starts hooks with"
+    fix = (
+        f"kodelet: {problem}, so its guards cannot run and the call is blocked. Install "
+        "kodelet where this finds it (its README: Installing kodelet), or remove its "
+        f"entries from {SETTINGS_FILES.get(scope, 'the settings file')}: every hook whose "
+        "command names kodelet (its README: Removing kodelet)."
+    )
+    return f"{test} || {{ echo {shlex.quote(fix)} >&2{_GUARD_END}{command}"
+
+
+def unguarded(command: str) -> str:
+    """The command a :func:`guarded` entry runs; any other command as it is (a check
+    kodelet did not write exactly so is no check of kodelet's)."""
+    _, found, rest = command.partition(_GUARD_END)
+    if not found or not rest:
+        return command
+    try:
+        return rest if guarded(rest) == command else command
+    except ValueError:
+        return command
+
+
 @functools.lru_cache(maxsize=512)
 def is_own_command(command: str) -> bool:
-    """``kodelet claude hook [--option [value]]...``, whichever interpreter or path runs it.
-    Kept for the commands seen (a few per settings file): every hook call and every
-    runtime load asks again, and shlex is slow."""
+    """``kodelet claude hook [--option [value]]...``, whichever interpreter or path runs it,
+    behind kodelet's own :func:`guarded` check or not. Kept for the commands seen (a
+    few per settings file): every hook call and every runtime load asks again, and
+    shlex is slow."""
+    if len(command) > 8192:
+        return False
+    command = unguarded(command)
     if len(command) > 4096 or SHELL_SYNTAX.intersection(command):
         return False
     try:

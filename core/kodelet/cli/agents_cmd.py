@@ -25,7 +25,7 @@ import typer
 from ..agents import DEFAULT, DIALECTS, Dialect
 from ..agents.installs import lean_command
 from ..agents.versions import version_lines, version_state
-from ..claude.installed import PROJECT_COMMAND, own_hook, own_hooks
+from ..claude.installed import PROJECT_COMMAND, guarded, own_hook, own_hooks, unguarded
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
 from . import hook_trust
@@ -55,9 +55,11 @@ def hook_command(dialect: Dialect, scope: str) -> str:
     the work (:mod:`kodelet.agents.installs`)."""
     agent = () if dialect is DEFAULT else ("--agent", dialect.name)
     if scope == "project":
-        return " ".join((PROJECT_COMMAND, *agent))
-    named = ("--scope", scope) if dialect.knows_project else ()
-    return lean_command("claude", "hook", *agent, *named)
+        command = " ".join((PROJECT_COMMAND, *agent))
+    else:
+        named = ("--scope", scope) if dialect.knows_project else ()
+        command = lean_command("claude", "hook", *agent, *named)
+    return guarded(command) if dialect is DEFAULT else command
 
 
 def config_path(dialect: Dialect, scope: str, cwd: Path) -> Path:
@@ -94,7 +96,7 @@ def _installed(dialect: Dialect, data: dict[str, Any]) -> dict[str, Any]:
         "events": [event for event, _ in ours],
         "transport": ("http" if http else "command") if ours else None,
         "urls": sorted({h["url"] for h in http}),
-        "commands": sorted({h["command"] for _, h in ours if "command" in h}),
+        "commands": sorted({unguarded(h["command"]) for _, h in ours if "command" in h}),
         "blocks_on_failure": sorted({e for e, h in ours if h.get("onFailure") == "block"}),
     }
 

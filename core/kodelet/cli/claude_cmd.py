@@ -48,6 +48,14 @@ def _http_entry(ctx: typer.Context, scope: str, dry_run: bool) -> Http:
 
 _SCOPE, _SCOPE_OPTION = scope_option(CLAUDE)
 
+HTTP_LIMIT = (
+    "the warm kodelet keeps the port for as long as this is installed, through restarts "
+    "and upgrades; only if it is killed outright (SIGKILL, out of memory) is the port "
+    "free until the next session start, which rotates the secret. On a machine shared "
+    "with other users the command transport, which has no port, is the safer choice "
+    "(docs/SECURITY.md)."
+)
+
 
 def install(
     ctx: typer.Context,
@@ -69,6 +77,7 @@ def install(
         from ..warm import http as warm_http
 
         warm_http.settle(Places.resolve(find_project(state(ctx).cwd)), str(scope))
+        typer.echo(f"note: {HTTP_LIMIT}")
 
 
 install.__annotations__["scope"] = _SCOPE

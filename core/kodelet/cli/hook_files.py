@@ -41,8 +41,10 @@ class SettingsError(KodeletError):
 
 def command_problem(command: str) -> str | None:
     """Why an agent could not start ``command`` here, or None."""
+    from ..claude.installed import unguarded
+
     try:
-        program = shlex.split(command)[0]
+        program = shlex.split(unguarded(command))[0]
     except (ValueError, IndexError):
         return "not a command"
     if os.sep in program:
