@@ -111,7 +111,7 @@ def test_no_entry_installed_is_a_failure_with_the_fix(tmp_path: Path) -> None:
 
 
 def test_an_agent_that_fails_open_is_shown_letting_the_call_through(tmp_path: Path) -> None:
-    """``kodelet`` off PATH: Claude Code (``onFailure: block``), Gemini CLI (exit 127) and
+    """``kodelet`` off PATH: Claude Code (its entry's check, exit 2), Gemini CLI (exit 127) and
     Copilot CLI (any non-zero exit) block; Codex and Qwen Code go ahead, and verify says so."""
     root = guarded(tmp_path / "p", BLOCKER)
     for agent in ("claude", "gemini", "codex", "qwen", "copilot"):
@@ -131,7 +131,8 @@ def test_an_agent_that_fails_open_is_shown_letting_the_call_through(tmp_path: Pa
         assert outcome[agent]["outcome"] == "allowed", (agent, outcome[agent])
         assert "exited with 127" in outcome[agent]["reason"]
         assert f"{title} goes ahead" in outcome[agent]["reason"]
-    assert "entry blocks on failure" in outcome["claude"]["reason"]
+    # Claude Code's entry checks for kodelet first: blocked with the reason naming the fix.
+    assert "not on the PATH Claude Code starts hooks with" in outcome["claude"]["reason"]
 
 
 def test_each_agent_reads_the_answer_in_its_own_form(tmp_path: Path) -> None:
