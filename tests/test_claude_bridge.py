@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,52 +18,18 @@ from kodelet.claude.installed import unguarded
 from kodelet.testing import write_hook
 
 from tests.kit.claude import our_commands
+from tests.kit.claude_hook import (
+    BROKEN_PRE,
+    POST,
+    PRE,
+    PROMPT,
+    STOP,
+    answered,
+    claude_input,
+    hook,
+    seen,
+)
 from tests.kit.cli import run_kodelet as kodelet
-
-PRE = """#!/bin/bash
-[ "$1" = hook ] && { echo before_tool_call; exit 0; }
-payload=$(cat)
-printf '%s' "$payload" > .kodelet/seen-before_tool_call.json
-case "$payload" in
-  *'rm -rf'*) echo '{"blocked": true, "reason": "rm -rf is not allowed"}' ;;
-  *'sudo '*) echo '{"input": {"command": "echo no sudo here"}}' ;;
-  *'"file_write"'*) echo '{"input": {"file_path": "/tmp/x", "text": "safe"}}' ;;
-  *'git push'*) echo '{"ask": true, "reason": "pushing needs a yes"}' ;;
-  *'curl '*) echo '{"ask": true, "reason": "network", "input": {"command": "curl -sS x"}}' ;;
-esac
-"""
-
-POST = """#!/bin/bash
-[ "$1" = hook ] && { echo after_tool_call; exit 0; }
-payload=$(cat)
-printf '%s' "$payload" > .kodelet/seen-after_tool_call.json
-case "$payload" in
-  *SECRET*) echo '{"output": {"toolName": "bash", "success": true, "error": "redacted"}}' ;;
-esac
-"""
-
-PROMPT = """#!/bin/bash
-[ "$1" = hook ] && { echo user_message_send; exit 0; }
-payload=$(cat)
-printf '%s' "$payload" > .kodelet/seen-user_message_send.json
-case "$payload" in
-  *password*) echo '{"blocked": true, "reason": "no passwords in prompts"}' ;;
-esac
-"""
-
-STOP = """#!/bin/bash
-[ "$1" = hook ] && { echo agent_stop; exit 0; }
-payload=$(cat)
-printf '%s' "$payload" > .kodelet/seen-agent_stop.json
-echo '{"follow_up_messages": ["run the tests", "then commit"]}'
-"""
-
-BROKEN_PRE = """#!/bin/bash
-[ "$1" = hook ] && { echo before_tool_call; exit 0; }
-echo "guard crashed" >&2
-exit 3
-"""
-
 
 NATIVE = """
 from kodelet import hookimpl
@@ -100,41 +65,6 @@ def claude_project(project: Path) -> Path:
     for name, text in [("pre", PRE), ("post", POST), ("prompt", PROMPT), ("stop", STOP)]:
         write_hook(hooks, name, text)
     return project
-
-
-def hook(
-    data: Any, *args: str, cwd: Path | None = None, raw: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    text = raw if raw is not None else json.dumps(data)
-    return subprocess.run(
-        [sys.executable, "-m", "kodelet", "claude", "hook", *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-    )
-
-
-def claude_input(project: Path, event: str, **fields: Any) -> dict[str, Any]:
-    """A hook input as Claude Code writes it: the common fields, then the event's own."""
-    return {
-        "session_id": "a1b2c3d4-session",
-        "transcript_path": str(project / "transcript.jsonl"),
-        "cwd": str(project),
-        "permission_mode": "default",
-        "hook_event_name": event,
-        **fields,
-    }
-
-
-def answered(proc: subprocess.CompletedProcess[str]) -> Any:
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout) if proc.stdout.strip() else None
-
-
-def seen(project: Path, event: str) -> Any:
-    return json.loads((project / ".kodelet" / f"seen-{event}.json").read_text())
 
 
 def pre_tool(project: Path, command: str, tool: str = "Bash") -> dict[str, Any]:

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from kodelet.claude.events import HookEvent
+from kodelet.claude.installed import unguarded
 from kodelet.claude.mapping import claude_input as to_claude_input
 from kodelet.claude.mapping import kodelet_payload, to_kodelet_result
 from kodelet.claude.types import PreSkillShellCommandInput, input_from_wire
 from kodelet.testing import write_hook
 
+from tests.kit.claude_hook import PRE, answered, claude_input, hook, seen
 from tests.kit.cli import run_kodelet as kodelet
-from tests.test_claude_bridge import PRE, answered, claude_input, hook, seen
 
 
 def skill_line(project: Path, command: str, **fields: Any) -> dict[str, Any]:
@@ -123,7 +124,8 @@ def test_install_writes_the_event_blocking_when_kodelet_cannot_run(project: Path
     assert done.returncode == 0, done.stderr
     data = json.loads((project / ".claude" / "settings.json").read_text())
     (entry,) = [h for g in data["hooks"]["PreSkillShellCommand"] for h in g["hooks"]]
-    assert entry == {"type": "command", "command": "kodelet claude hook", "onFailure": "block"}
+    assert entry == {"type": "command", "command": entry["command"], "onFailure": "block"}
+    assert unguarded(entry["command"]) == "kodelet claude hook" != entry["command"]
 
 
 def test_a_claude_settings_hook_on_the_event_runs_for_skill_lines_only() -> None:
