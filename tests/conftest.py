@@ -68,7 +68,7 @@ def isolated_home(
 
 
 @pytest.fixture(autouse=True)
-def warm_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def warm_dir(monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Iterator[Path]:
     """A runtime directory of the test's own for warm kodelets (short: a socket path
     must fit in 108 bytes), and every warm kodelet in it stopped afterwards: the HTTP
     transport's records go first, as an uninstall removes them, or a warm kodelet
@@ -79,7 +79,8 @@ def warm_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield directory
     from kodelet.warm import control
 
-    shutil.rmtree(Path(os.environ["KODELET_HOME"]) / "warm" / "http", ignore_errors=True)
+    for home in {os.environ.get("KODELET_HOME") or "", str(isolated_home / ".kodelet")} - {""}:
+        shutil.rmtree(Path(home) / "warm" / "http", ignore_errors=True)
     control.stop_all({**os.environ, "KODELET_DAEMON_DIR": str(directory)})
     shutil.rmtree(top, ignore_errors=True)
 
