@@ -196,8 +196,10 @@ def test_kodelet_missing_blocks_through_on_failure(agent: Agent) -> None:
     # A PATH without any kodelet (nox puts its venv's bin on PATH): the command is not found.
     run = agent.run([bash("touch marker"), [text("fin")]], env={"PATH": "/usr/bin:/bin"})
     assert not (agent.project / "marker").exists(), run.tool_result_text()
-    # The block names the fix, not the shell's "kodelet: not found".
-    reason = run.tool_result_text()
+    # The prompt itself is blocked, and the block names the fix, not the shell's
+    # "kodelet: not found".
+    reason = run.result["result"]
+    assert reason.startswith("UserPromptSubmit operation blocked by hook"), reason
     assert "command is not on the PATH Claude Code starts hooks with" in reason, reason
     assert "Installing kodelet" in reason and ".claude/settings.json" in reason
 
