@@ -281,3 +281,17 @@ def test_status_says_a_redaction_of_a_failed_calls_error_does_not_hold(redacting
         res = run_kodelet("--cwd", str(redacting), *args)
         assert "redact: a rewritten error of a failed tool call" in res.stdout, args
         assert "a redaction does not hold there" in res.stdout, args
+
+
+def test_hooks_list_says_where_a_redaction_does_not_hold(redacting: Path, tmp_path: Path) -> None:
+    """``hooks list`` showed the redaction as active and nothing more, though in Claude
+    Code and Qwen Code a failed call's error reaches the model unredacted."""
+    listed = run_kodelet("--cwd", str(redacting), "hooks", "list").stdout
+    after = listed.split("after_tool_call", 1)[1].split("\n\n", 1)[0]
+    assert (
+        "does not hold in Claude Code, Qwen Code: a rewritten error of a failed tool call" in after
+    )
+    # Only where a hook of the user's would rewrite: no such line without one.
+    plain = tmp_path / "plain"
+    (plain / ".kodelet" / "hooks").mkdir(parents=True)
+    assert "does not hold" not in run_kodelet("--cwd", str(plain), "hooks", "list").stdout

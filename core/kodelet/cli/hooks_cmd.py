@@ -94,10 +94,29 @@ def list_hooks(
         blocks.append(ev.value + ("" if mine else "\n  (no hooks)"))
         if mine:
             blocks[-1] += "\n" + _table(mine)
+        if any(r["kind"] != "builtin" and r["status"] == "active" for r in mine):
+            blocks[-1] += "".join(f"\n{line}" for line in not_holding(ev.value))
     unknown = [r for r in rows if r["event"] is None]
     if unknown:
         blocks.append("not run (event unknown)\n" + _table(unknown))
     typer.echo("\n\n".join(blocks))
+
+
+def not_holding(event: str) -> list[str]:
+    """What an answer on ``event`` does in no agent it reaches as the original would be
+    kept from the model: a redaction written once must not look as if it held there."""
+    from ..agents import DIALECTS
+
+    found: dict[str, list[str]] = {}
+    for dialect in DIALECTS.values():
+        for where, what in dialect.cannot_apply:
+            if where == event and "does not hold" in what:
+                found.setdefault(what.split(":", 1)[0], []).append(dialect.title)
+    return [
+        f"  does not hold in {', '.join(titles)}: {answer} (the model gets the original;"
+        " `kodelet AGENT status`)"
+        for answer, titles in found.items()
+    ]
 
 
 def _files(rt: Runtime, why: str) -> list[DiscoveredHook]:
