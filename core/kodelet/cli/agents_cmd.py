@@ -29,7 +29,7 @@ from ..claude.installed import PROJECT_COMMAND, guarded, own_hook, own_hooks, un
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
 from . import hook_trust
-from .common import fail, listing_quietly, make_runtime, print_json, printable, state
+from .common import fail, print_json, printable, state
 from .hook_files import (
     SettingsError,
     begin_change,
@@ -200,33 +200,6 @@ def change(
             typer.echo(f"note: {ignored}")
 
 
-def bridged_hooks(ctx: typer.Context) -> tuple[str, str | None, list[dict[str, Any]]]:
-    """(``[claude] on_failure``, the config error if any, the kodelet hooks the bridge
-    runs): what every agent's ``status`` shows of the project."""
-    from ..agents.bridge import EVENTS
-    from ..listing import hook_rows
-
-    cwd = state(ctx).cwd
-    config_error = None
-    try:
-        on_failure = load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
-    except ConfigError as exc:
-        on_failure, config_error = "block", str(exc)
-    wanted = {event.value for event, _ in EVENTS.values()}
-    rows: list[dict[str, Any]] = []
-    if config_error is None:
-        with listing_quietly():
-            # The agent runs its own settings files' hooks itself; kodelet runs these.
-            rt = make_runtime(ctx, claude="plugins")
-            try:
-                rows = [
-                    r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"
-                ]
-            finally:
-                rt.close()
-    return on_failure, config_error, rows
-
-
 def failure_lines(on_failure: str, config_error: str | None) -> list[str]:
     """What ``status`` says happens when kodelet itself fails."""
     if on_failure == "allow":
@@ -330,15 +303,17 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
     cwd = state(ctx).cwd
     scopes = [scope_state(dialect, s, cwd) for s in dialect.config]
     who_works(dialect, scopes, cwd)
-    on_failure, config_error, rows = bridged_hooks(ctx)
-    fails_open = failing_open(dialect) if dialect.fails_open else None
     from .verify_cmd import (
+        bridged_hooks,
         cannot_apply,
         cannot_apply_lines,
         hooks_not_running,
         not_held_here,
         not_running_lines,
     )
+
+    on_failure, config_error, rows = bridged_hooks(ctx)
+    fails_open = failing_open(dialect) if dialect.fails_open else None
 
     here_problem = not_held_here(ctx, dialect.name)
     not_running = hooks_not_running(ctx)

@@ -18,7 +18,9 @@ import typer
 from ..agents import DIALECTS
 from ..agents import verify as probing
 from ..claude.installed import own_entries
-from .common import fail, print_json, printable, state
+from ..config import ConfigError, load_config
+from ..places import Places
+from .common import fail, listing_quietly, make_runtime, print_json, printable, state
 from .hook_files import SettingsError, read_settings
 from .plugin_files import GeneratesPlugin, installed_command
 
@@ -384,8 +386,6 @@ def verify(
     agents = [agent] if agent else [a for a in AGENTS if _installed_anywhere(a, here, project)]
     probes = probing.builtin_probes(project) + probing.user_probes(expect_block, expect_allow)
     rows = [check_agent(a, here, project, probes, live) for a in agents or ["claude"]]
-    from .agents_cmd import bridged_hooks
-
     hooks = bridged_hooks(ctx)[2]
     for row in rows:
         # What the agent cannot apply of the project's hooks' answers (a redaction that
@@ -411,3 +411,30 @@ def verify(
         typer.echo("\n".join(printable(line) for line in lines))
     if not ok:
         raise typer.Exit(1)
+
+
+def bridged_hooks(ctx: typer.Context) -> tuple[str, str | None, list[dict[str, Any]]]:
+    """(``[claude] on_failure``, the config error if any, the kodelet hooks the bridge
+    runs): what every agent's ``status`` shows of the project."""
+    from ..agents.bridge import EVENTS
+    from ..listing import hook_rows
+
+    cwd = state(ctx).cwd
+    config_error = None
+    try:
+        on_failure = load_config(Places.resolve(cwd), dict(os.environ)).claude_on_failure
+    except ConfigError as exc:
+        on_failure, config_error = "block", str(exc)
+    wanted = {event.value for event, _ in EVENTS.values()}
+    rows: list[dict[str, Any]] = []
+    if config_error is None:
+        with listing_quietly():
+            # The agent runs its own settings files' hooks itself; kodelet runs these.
+            rt = make_runtime(ctx, claude="plugins")
+            try:
+                rows = [
+                    r for r in hook_rows(rt) if r["event"] in wanted and r["status"] == "active"
+                ]
+            finally:
+                rt.close()
+    return on_failure, config_error, rows
