@@ -70,6 +70,8 @@ def load_runtime(
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
     slow_after: float = SLOW_AFTER,
+    audit: bool = True,
+    agent: str = "",
 ) -> Runtime:
     """A runtime with every hook that applies to ``cwd``, configured and ready.
 
@@ -82,7 +84,9 @@ def load_runtime(
     keeps only those of plugin repositories (inside Claude Code, which runs its own
     settings files' hooks itself); ``transcript_path``
     is what they see as theirs. ``config`` replaces the config files and environment;
-    ``timeout`` and ``no_hooks`` are the CLI flags on top of them."""
+    ``timeout`` and ``no_hooks`` are the CLI flags on top of them. ``audit=False`` keeps
+    its decisions out of the decision log, which ``[audit]`` otherwise decides on
+    (docs/RULES.md, Audit); ``agent`` is the agent its records name by default."""
     env = dict(os.environ if env is None else env)
     places = Places.resolve(cwd, home, env)
     if config is None:
@@ -92,6 +96,12 @@ def load_runtime(
     runtime = Runtime(
         config=config, places=places, env=env, disabled=disabled, slow_after=slow_after
     )
+    if audit and config.audit.enabled:
+        from .audit import Audit
+
+        runtime.audit = Audit.of(
+            config.audit, places.global_root, env, project=str(places.cwd), agent=agent
+        )
     third_party = entry_points and not config.no_hooks
     found = installed_entry_points(builtins_only=not third_party) if third_party or builtins else []
     if builtins:

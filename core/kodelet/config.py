@@ -21,7 +21,7 @@ import attrs
 from . import jsonio
 from .bounds import MAX_DEPTH, BoundsError, check_bounds
 from .errors import KodeletError
-from .places import Places
+from .places import Places, config_file
 
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 1_000_000.0
@@ -43,6 +43,31 @@ class HookSettings:
 
 
 _DEFAULT_HOOK = HookSettings()  # frozen: one for every hook without a table
+
+AUDIT_MAX_BYTES = 10 * 1024 * 1024
+AUDIT_KEEP = 5
+AUDIT_KEYS = ("enabled", "max_bytes", "keep", "otlp_endpoint", "otel")
+
+
+@attrs.frozen(kw_only=True)
+class AuditSettings:
+    """``[audit]`` of the global config.toml only: the decision log (docs/RULES.md, Audit).
+
+    A project's own config.toml may not set it: a cloned repository must neither switch
+    off the record of what its calls were refused nor send that record elsewhere."""
+
+    enabled: bool = True
+    max_bytes: int = AUDIT_MAX_BYTES
+    """The log is rotated once it reaches this size."""
+    keep: int = AUDIT_KEEP
+    """Rotated files kept (``decisions.jsonl.1`` ... ``.N``)."""
+    otlp_endpoint: str = ""
+    """Where OpenTelemetry spans of the same records go (OTLP/HTTP), or "" for nowhere."""
+    otel: bool = False
+    """Export to ``OTEL_EXPORTER_OTLP_ENDPOINT`` when ``otlp_endpoint`` is not set."""
+
+
+_DEFAULT_AUDIT = AuditSettings()
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +91,7 @@ class Config:
     """``[codex] interactive_shells``: whether kodelet refuses a Codex ``exec_command``
     that opens an interactive shell or REPL ("refuse", the default, or "allow"): what is
     typed into one reaches no hook (:mod:`kodelet.agents.interactive`)."""
+    audit: AuditSettings = _DEFAULT_AUDIT
     sources: Mapping[str, str] = attrs.field(factory=dict)
 
     def claude_off(self) -> str | None:
@@ -125,6 +151,8 @@ class Config:
             "claude.on_failure": self.claude_on_failure,
             "codex.interactive_shells": self.codex_interactive_shells,
         }
+        for key in AUDIT_KEYS:
+            values[f"audit.{key}"] = getattr(self.audit, key)
         for name, hs in self.hooks.items():
             for key in ("timeout", "fail_closed", "enabled"):
                 values[_spell(("hook", name, key))] = getattr(hs, key)
@@ -251,18 +279,55 @@ def on_failure(places: Places) -> str:
     return answer
 
 
-def _flatten(path: Path, data: dict[str, Any]) -> dict[_Key, Any]:
-    """Validate one file and flatten it to keys so files merge key by key."""
+def _count(value: Any, where: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(
+            f"{where}: expected a whole number of at least {least}, got {_toml(value)}"
+        )
+    return value
+
+
+def _endpoint(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"https?://[^\s/]+(/\S*)?", value):
+        raise ConfigError(f"{where}: expected an http:// or https:// URL, got {_toml(value)}")
+    return value
+
+
+def _audit(path: Path, table: dict[str, Any], flat: dict[_Key, Any]) -> None:
+    for key, value in table.items():
+        where = f"{path}: audit.{key}"
+        if key in ("enabled", "otel"):
+            flat[("audit", key)] = _bool(value, where)
+        elif key == "max_bytes":
+            flat[("audit", key)] = _count(value, where, 4096)
+        elif key == "keep":
+            flat[("audit", key)] = _count(value, where, 0)
+        elif key == "otlp_endpoint":
+            flat[("audit", key)] = _endpoint(value, where)
+        else:
+            raise ConfigError(f"{path}: unknown key 'audit.{key}' (known: {', '.join(AUDIT_KEYS)})")
+
+
+def _flatten(path: Path, data: dict[str, Any], *, own: bool = True) -> dict[_Key, Any]:
+    """Validate one file and flatten it to keys so files merge key by key. ``own``: the
+    user's global file, the only one that may set ``[audit]``."""
     flat: dict[_Key, Any] = {}
     for top, table in data.items():
         where = f"{path}: [{top}]"
-        if top not in ("hooks", "plugins", "plugin", "claude", "codex"):
+        if top not in ("hooks", "plugins", "plugin", "claude", "codex", "audit"):
             raise ConfigError(
-                f"{path}: unknown key {top!r} (known: hooks, plugins, plugin, claude, codex)"
+                f"{path}: unknown key {top!r} (known: hooks, plugins, plugin, claude, codex, audit)"
             )
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: expected a table")
-        if top == "codex":
+        if top == "audit":
+            if not own:
+                raise ConfigError(
+                    f"{path}: [audit] is read from the global config.toml only (a project may"
+                    " not switch off or redirect the decision log); move it there"
+                )
+            _audit(path, table, flat)
+        elif top == "codex":
             for key, value in table.items():
                 if key != "interactive_shells":
                     raise ConfigError(
@@ -340,8 +405,10 @@ def load_config(
     env = os.environ if env is None else env
     values: dict[_Key, Any] = {}
     sources: dict[str, str] = {}
-    for path in (*(p for _, p in places.config_files()), *extra):
-        for key, value in _flatten(path, _read(path)).items():
+    mine = config_file(places.global_root)  # also a project's when the project is $HOME
+    files = [(p == mine, p) for _, p in places.config_files()]
+    for own, path in (*files, *((False, p) for p in extra)):
+        for key, value in _flatten(path, _read(path), own=own).items():
             values[key] = value
             sources[_spell(key)] = str(path)
     raw_timeout = env.get("KODELET_HOOK_TIMEOUT")
@@ -380,5 +447,8 @@ def load_config(
         claude_hooks=values.get(("claude", "hooks"), True),
         claude_on_failure=values.get(("claude", "on_failure"), "block"),
         codex_interactive_shells=values.get(("codex", "interactive_shells"), "refuse"),
+        audit=AuditSettings(
+            **{k: values[("audit", k)] for k in AUDIT_KEYS if ("audit", k) in values}
+        ),
         sources=sources,
     )

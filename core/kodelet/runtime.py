@@ -15,7 +15,7 @@ import operator
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from . import hookspecs
 from .calls import Call, CoroutineRunner, caught, feed, run
@@ -28,11 +28,21 @@ from .payloads import BasePayload
 from .places import Places
 from .policy import Reducer, reducer_for
 from .seam import ADAPTER_HOOKS, WHOLE_PAYLOAD, HookEntry, Rank
-from .trace import Dispatch, LazyDispatch
+from .trace import Dispatch, LazyDispatch, RawRecord
 
 log = logging.getLogger("kodelet.runtime")
 
 SLOW_AFTER = 1.0
+
+
+class AuditSink(Protocol):
+    """Where a runtime reports each dispatch's decisions (:class:`kodelet.audit.Audit`)."""
+
+    def dispatched(
+        self, payload: BasePayload, records: list[RawRecord], agent: str | None = None
+    ) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Runtime:
@@ -62,6 +72,8 @@ class Runtime:
         self._sources: dict[str, Source] = {}
         self._order: dict[Event, tuple[list[HookEntry], list[Call]]] = {}
         self._coroutines = CoroutineRunner()
+        self.audit: AuditSink | None = None
+        """Given by :func:`kodelet.assembly.load_runtime`: the decision log's sink."""
         self._closed = False
         self._configured = False
 
@@ -132,20 +144,26 @@ class Runtime:
             held = self._order[event] = (entries, steps)
         return held
 
-    def dispatch(self, payload: BasePayload) -> Dispatch:
-        """Run every hook for ``payload``'s event; never raises for a plugin's fault."""
+    def dispatch(self, payload: BasePayload, *, agent: str | None = None) -> Dispatch:
+        """Run every hook for ``payload``'s event; never raises for a plugin's fault.
+        ``agent`` names the agent the call came from in the decision log (None: the one
+        the runtime was assembled for)."""
         hooks, red = self._start(payload)
         for _ in run(red, hooks, self._coroutines):
             pass  # the sync loop never yields: it runs a coroutine where the async one awaits
+        if self.audit is not None:
+            self.audit.dispatched(payload, red.records, agent)
         return LazyDispatch.of(payload.EVENT, red.merged(), red.records)
 
-    async def adispatch(self, payload: BasePayload) -> Dispatch:
+    async def adispatch(self, payload: BasePayload, *, agent: str | None = None) -> Dispatch:
         """The async twin of :meth:`dispatch`: the same loop, asyncio subprocesses."""
         hooks, red = self._start(payload)
         steps = run(red, hooks, None)
         done, value = feed(steps, True, None)
         while not done:
             done, value = feed(steps, *await caught(value))
+        if self.audit is not None:
+            self.audit.dispatched(payload, red.records, agent)
         return LazyDispatch.of(payload.EVENT, red.merged(), red.records)
 
     def _start(self, payload: BasePayload) -> tuple[list[Call], Reducer]:
@@ -163,6 +181,9 @@ class Runtime:
         for adapter in self.adapters.values():
             with contextlib.suppress(Exception):
                 adapter.close()
+        if self.audit is not None:
+            with contextlib.suppress(Exception):
+                self.audit.close()
         self._coroutines.close()
 
     def kill_all(self) -> None:

@@ -223,8 +223,8 @@ class Approvals:
 def isolated_runtime(cwd: str | os.PathLike[str], *plugins: Any, **kwargs: Any) -> Runtime:
     """A runtime with only ``plugins`` (objects or ``(name, object)`` pairs): no entry
     points, no built-ins, no executables unless ``kwargs`` ask for them."""
-    for flag in ("entry_points", "builtins", "executables"):
-        kwargs.setdefault(flag, False)
+    for flag in ("entry_points", "builtins", "executables", "audit"):
+        kwargs.setdefault(flag, False)  # a plugin's tests stay out of the user's decision log
     return load_runtime(cwd=cwd, plugins=plugins, **kwargs)
 
 

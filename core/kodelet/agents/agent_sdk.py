@@ -38,6 +38,10 @@ class Matcher:
     timeout: float | None = None
 
 
+AGENT = "claude-agent-sdk"
+"""The agent the decision log names for calls through these hooks."""
+
+
 def _matcher_class() -> Any:
     try:
         from claude_agent_sdk import HookMatcher
@@ -69,7 +73,7 @@ def hooks(runtime: Runtime | None = None, *, timeout: float | None = None) -> di
             call = read_call(data)
             if call is None:
                 return {}
-            dispatch = await runtime_for(str(call.project)).adispatch(call.payload)
+            dispatch = await runtime_for(str(call.project)).adispatch(call.payload, agent=AGENT)
             return DEFAULT.say(Answer.of(call.hook_input, dispatch.result), data)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"

@@ -136,15 +136,17 @@ def run_hook(
     no_hooks: bool | None = None,
     env: Mapping[str, str] | None = None,
     runtimes: RuntimeSource | None = None,
+    agent: str = DEFAULT.name,
 ) -> Answer | None:
     """Dispatch one Claude hook input through its project's runtime; the answer, or None
-    when kodelet has no such event."""
+    when kodelet has no such event. ``agent`` (a dialect's name) is who asked, for the
+    decision log."""
     call = read_call(data, env)
     if call is None:
         return None
     lend = runtimes or (lambda c, n: fresh_runtime(c, n, env))
     with lend(call, no_hooks) as runtime:
-        dispatch = runtime.dispatch(call.payload)
+        dispatch = runtime.dispatch(call.payload, agent=agent)
     if trace is not None:
         for rec in dispatch.trace:
             trace.write(json.dumps(rec.to_json(), ensure_ascii=False) + "\n")
@@ -329,7 +331,14 @@ def answer(
         refused = agent.unguardable(raw_input)
         if refused is not None and not _opted_out(agent, data, env):
             return agent.speak(Answer(PRE_TOOL, blocked=True, reason=refused), 0, raw_input)
-        out = run_hook(data, trace=trace, no_hooks=options.no_hooks, env=env, runtimes=runtimes)
+        out = run_hook(
+            data,
+            trace=trace,
+            no_hooks=options.no_hooks,
+            env=env,
+            runtimes=runtimes,
+            agent=agent.name,
+        )
     except Exception as exc:
         problem = _describe(exc)
         stderr.write(f"kodelet: error: {problem}\n")

@@ -39,6 +39,10 @@ STOP_GRACE = 10.0
 POLL = 0.2
 
 
+REPLAY = "replay"
+"""The agent a replay's decisions name in the decision log (``kodelet audit --agent``)."""
+
+
 @attrs.frozen
 class RuntimeSpec:
     """What a worker needs to build the same runtime as every other worker: plain data,
@@ -55,7 +59,7 @@ class RuntimeSpec:
         config); ``without`` names hooks and plugins switched off (a comparison)."""
         no_hooks = self.no_hooks or None
         if not self.extra_config and not self.without:
-            return load_runtime(cwd=self.cwd, no_hooks=no_hooks)
+            return load_runtime(cwd=self.cwd, no_hooks=no_hooks, agent=REPLAY)
         places = Places.resolve(self.cwd)
         extra = [Path(p) for p in self.extra_config]
         config = load_config(places, no_hooks=no_hooks, extra=extra)
@@ -65,7 +69,7 @@ class RuntimeSpec:
                 disabled_hooks=(*config.disabled_hooks, *self.without),
                 disabled_plugins=(*config.disabled_plugins, *self.without),
             )
-        return load_runtime(cwd=self.cwd, config=config, no_hooks=no_hooks)
+        return load_runtime(cwd=self.cwd, config=config, no_hooks=no_hooks, agent=REPLAY)
 
 
 @attrs.frozen

@@ -1,0 +1,262 @@
+"""The decision log: what a real ``kodelet hooks run`` writes, and that the log is
+private, whole, rotated and free of secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kodelet.audit.log import DecisionLog
+from kodelet.secrets import redact
+from kodelet.testing import write_hook
+
+from tests.kit.cli import no_traceback, run_before_tool_call, run_kodelet
+from tests.kit.hooks import BLOCKING_HOOK
+
+FAILING_HOOK = """#!/bin/sh
+if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
+cat >/dev/null
+exit 3
+"""
+
+REWRITING_HOOK = """#!/bin/sh
+if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
+cat >/dev/null
+echo '{"input": {"command": "ls -la"}}'
+"""
+
+ASKING_HOOK = """#!/bin/sh
+if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
+cat >/dev/null
+echo '{"ask": true, "reason": "sure?"}'
+"""
+
+SECRETS = {
+    "aws key id": "AKIAIOSFODNN7EXAMPLE",
+    "aws secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "github": "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+    "slack": "xoxb-2048-4096-abcdefABCDEF123456",
+    "bearer": "eyAbC0123456789token.Zz",
+    "password": "hunter2-Correct-Horse",
+    "private key": "MIIEpAIBAAKCAQEA7n2XmQ",
+    "high entropy": "9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a",
+}
+
+
+def log_path(home: Path) -> Path:
+    return home / ".kodelet" / "audit" / "decisions.jsonl"
+
+
+def records(home: Path) -> list[dict[str, Any]]:
+    path = log_path(home)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def call(project: Path, command: str, **extra: Any) -> subprocess.CompletedProcess[str]:
+    payload = {"tool_name": "bash", "tool_input": {"command": command}, "conv_id": "s-1"}
+    return run_before_tool_call(project, json.dumps({**payload, **extra}))
+
+
+def test_a_blocking_hook_run_by_hooks_run_writes_one_record(
+    project: Path, isolated_home: Path
+) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no deletes here")
+    res = call(project, "rm -rf build")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["blocked"] is True
+    [rec] = records(isolated_home)
+    assert rec.pop("time").endswith("Z")
+    assert isinstance(rec.pop("ms"), float)
+    assert rec == {
+        "agent": "",
+        "session": "s-1",
+        "project": str(project),
+        "event": "before_tool_call",
+        "tool": "bash",
+        "input": "rm -rf build",
+        "decision": "deny",
+        "by": "hook:guard",
+        "source": "executable",
+        "reason": "no deletes here",
+    }
+
+
+def test_a_call_nobody_decided_on_is_not_logged(project: Path, isolated_home: Path) -> None:
+    res = call(project, "ls")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"blocked": False}
+    assert not log_path(isolated_home).exists()
+
+
+@pytest.mark.parametrize(
+    ("hook", "decision", "reason"),
+    [
+        (REWRITING_HOOK, "rewrite", "input rewritten"),
+        (ASKING_HOOK, "ask", "sure?"),
+        (FAILING_HOOK, "deny", "hook flaky failed (fail-closed): exited with status 3"),
+    ],
+)
+def test_rewrites_asks_and_blocking_failures_are_logged(
+    project: Path, isolated_home: Path, hook: str, decision: str, reason: str
+) -> None:
+    write_hook(project / ".kodelet" / "hooks", "flaky", hook)
+    res = call(project, "rm -rf build")
+    assert res.returncode == 0, res.stderr
+    [rec] = records(isolated_home)
+    assert (rec["decision"], rec["by"]) == (decision, "hook:flaky")
+    assert rec["reason"].startswith(reason), rec
+
+
+def test_no_secret_of_the_tool_input_reaches_the_log(project: Path, isolated_home: Path) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    s = SECRETS
+    command = (
+        f"export AWS_ACCESS_KEY_ID={s['aws key id']} AWS_SECRET_ACCESS_KEY={s['aws secret']};"
+        f" GH={s['github']} curl -H 'Authorization: Bearer {s['bearer']}' -d {s['slack']}"
+        f" https://x; mysql --password={s['password']}; SIGNING={s['high entropy']}"
+    )
+    key = f"-----BEGIN RSA PRIVATE KEY-----\n{s['private key']}\n-----END RSA PRIVATE KEY-----"
+    res = call(project, command)
+    assert res.returncode == 0, res.stderr
+    write = {"tool_name": "file_write", "tool_input": {"file_path": "k.pem", "content": key}}
+    assert run_before_tool_call(project, json.dumps(write)).returncode == 0
+    text = log_path(isolated_home).read_text()
+    assert len(text.splitlines()) == 2
+    for name, secret in SECRETS.items():
+        assert secret not in text, name
+    assert "[redacted]" in text and "export AWS_ACCESS_KEY_ID=" in text
+
+
+def test_redact_keeps_everyday_commands() -> None:
+    for everyday in ("rm -rf build/", "git commit -m 'add token refresh'", "pytest -q tests/"):
+        assert redact(everyday) == everyday
+
+
+def test_the_log_is_private_whatever_the_umask(project: Path, isolated_home: Path) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    old = os.umask(0)
+    try:
+        res = call(project, "rm -rf build")
+    finally:
+        os.umask(old)
+    assert res.returncode == 0, res.stderr
+    assert stat.S_IMODE(log_path(isolated_home).parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(log_path(isolated_home).stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_symlinked_log_is_refused_and_the_call_still_answered(
+    project: Path, isolated_home: Path, tmp_path: Path, link: str
+) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "decisions.jsonl").write_text("")
+    folder = log_path(isolated_home).parent
+    if link == "file":
+        folder.mkdir(parents=True)
+        log_path(isolated_home).symlink_to(elsewhere / "decisions.jsonl")
+    else:
+        folder.parent.mkdir(parents=True)
+        folder.symlink_to(elsewhere)
+    res = call(project, "rm -rf build")
+    no_traceback(res)
+    assert res.returncode == 0
+    assert json.loads(res.stdout) == {"blocked": True, "reason": "no"}
+    assert (elsewhere / "decisions.jsonl").read_text() == ""
+    assert "decision not logged" in res.stderr and "symbolic link" in res.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_log_of_another_user_is_refused(project: Path, isolated_home: Path) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    path = log_path(isolated_home)
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_text("")
+    os.chown(path, 65534, 65534)
+    res = call(project, "rm -rf build")
+    assert json.loads(res.stdout)["blocked"] is True
+    assert path.read_text() == ""
+    assert "belongs to uid 65534" in res.stderr
+
+
+def test_audit_is_switched_off_in_the_global_config_only(
+    project: Path, isolated_home: Path
+) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    (project / ".kodelet" / "config.toml").write_text("[audit]\nenabled = false\n")
+    res = call(project, "rm -rf build")
+    no_traceback(res)
+    assert res.returncode == 2
+    assert "[audit] is read from the global config.toml only" in res.stderr
+    (project / ".kodelet" / "config.toml").unlink()
+    (isolated_home / ".kodelet").mkdir(exist_ok=True)
+    (isolated_home / ".kodelet" / "config.toml").write_text("[audit]\nenabled = false\n")
+    assert json.loads(call(project, "rm -rf build").stdout)["blocked"] is True
+    assert not log_path(isolated_home).exists()
+
+
+def test_bad_audit_settings_are_one_line_errors(project: Path, isolated_home: Path) -> None:
+    (isolated_home / ".kodelet").mkdir(exist_ok=True)
+    (isolated_home / ".kodelet" / "config.toml").write_text("[audit]\nkeep = -1\n")
+    res = run_kodelet("--cwd", str(project), "config", "show")
+    no_traceback(res)
+    assert res.returncode != 0
+    [line] = res.stderr.strip().splitlines()
+    assert "audit.keep: expected a whole number of at least 0, got -1" in line
+
+
+def record(n: int, pad: int = 0) -> dict[str, Any]:
+    return {"n": n, "pad": "x" * pad}
+
+
+def test_the_log_rotates_by_size_and_keeps_as_many_as_asked(tmp_path: Path) -> None:
+    log = DecisionLog(tmp_path, max_bytes=4096, keep=2)
+    for n in range(40):
+        log.append(record(n, 300))
+    files = log.files()
+    assert [p.name for p in files] == [
+        "decisions.jsonl.2",
+        "decisions.jsonl.1",
+        "decisions.jsonl",
+    ]
+    assert all(p.stat().st_size <= 4096 for p in files)
+    seen = [json.loads(line)["n"] for p in files for line in log.lines(p)]
+    assert seen == list(range(seen[0], 40))  # oldest dropped, order kept, none lost since
+    assert seen[0] > 0
+
+
+WRITER = """
+import json, os, sys
+from pathlib import Path
+from kodelet.audit.log import DecisionLog
+log = DecisionLog(Path(sys.argv[1]), max_bytes=int(sys.argv[2]), keep=1000)
+for n in range(int(sys.argv[3])):
+    log.append({"pid": os.getpid(), "n": n, "pad": "y" * 900})
+"""
+
+
+def test_concurrent_writers_keep_every_line_whole(tmp_path: Path) -> None:
+    writers, each = 6, 150
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), "65536", str(each)])
+        for _ in range(writers)
+    ]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    log = DecisionLog(tmp_path, max_bytes=65536, keep=1000)
+    rows = [json.loads(line) for p in log.files() for line in log.lines(p)]
+    assert len(rows) == writers * each
+    by_writer: dict[int, list[int]] = {}
+    for row in rows:
+        by_writer.setdefault(row["pid"], []).append(row["n"])
+    assert len(by_writer) == writers
+    assert all(sorted(ns) == list(range(each)) for ns in by_writer.values())
+    assert len(log.files()) > 1  # it rotated while they wrote
