@@ -73,13 +73,20 @@ def test_zones(command: str, zone: str, places: dict[str, str]) -> None:
 
 
 def test_a_glob_is_judged_by_its_fixed_prefix(places: dict[str, str]) -> None:
-    facts = derive("bash", {"command": "rm -rf ~/* /etc/*.conf src/*.pyc '*'"}, **places)
+    command = "rm -rf ~/* /etc/*.conf src/*.pyc '*' * *.egg-info ~/*.log */build /* .*"
+    facts = derive("bash", {"command": command}, **places)
     got = [(p.raw, p.zone, p.glob) for p in facts.writes]
     assert got == [
-        ("~/*", "home_root", True),
+        ("~/*", "home_root", True),  # the whole content of the home
         ("/etc/*.conf", "system", True),
         ("src/*.pyc", "project", True),
         ("*", "project", False),  # quoted: a file named *
+        ("*", "project_root", True),
+        ("*.egg-info", "project", True),  # some entries of the project
+        ("~/*.log", "home", True),
+        ("*/build", "project", True),
+        ("/*", "root", True),
+        (".*", "project_root", True),
     ]
 
 

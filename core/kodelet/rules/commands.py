@@ -27,6 +27,7 @@ import attrs
 from .words import DYN, Word, join, lit
 
 MAX_PY_CODE = 16 * 1024
+FORK_BOMB = "(fork-bomb)"
 
 
 @attrs.frozen
@@ -68,6 +69,8 @@ class Raw:
     inner: tuple[int, ...] = ()
     cds: tuple[Word, ...] = ()
     code_from_stdin: bool = False  # an interpreter that runs what is piped into it
+    network: bool = False  # inline code that talks to the network (urllib, requests, ...)
+    reads_env: bool = False  # inline code that reads the environment (os.environ)
     stdin: tuple[Word, ...] = ()  # what it reads on stdin that is written in the line
     env_vars: tuple[str, ...] = ()  # variables its words expand ($NAME not set in the line)
     text: str = ""
@@ -217,6 +220,13 @@ SPECS: dict[str, Spec] = {
     "zip": _spec("r=recursive q m=move d=delete u=update", "", ""),
     "awk": _spec("f=file v=assign F=field-separator e=source", "",
                  "file assign field-separator source"),
+    "cut": _spec("d=delimiter f=fields c=characters b=bytes s=only-delimited z=zero-terminated",
+                 "", "delimiter fields characters bytes output-delimiter"),
+    "make": _spec("C=directory f=file j=jobs l=load-average k=keep-going n=dry-run s=silent "
+                  "B=always-make e=environment-overrides i=ignore-errors q=question "
+                  "I=include-dir o=old-file W=what-if",
+                  "", "directory file load-average include-dir old-file what-if"),
+    "mkfs": _spec("t=type V=verbose c L=label F=force f=force q=quiet", "", "type label"),
     "jq": _spec("r=raw-output c=compact-output s=slurp n=null-input e=exit-status "
                 "f=from-file L", "", "arg argjson slurpfile rawfile from-file indent L"),
 }  # fmt: skip
@@ -278,8 +288,8 @@ SUBCOMMANDS = frozenset({
     "gh", "glab", "terraform", "tofu", "aws", "gcloud", "az", "gsutil", "heroku", "fly",
     "flyctl", "vercel", "netlify", "firebase", "supabase", "gem", "bundle", "dotnet",
     "mvn", "gradle", "nix", "svn", "hg", "crontab", "kodelet", "claude", "codex",
-    "gemini", "qwen", "opencode", "copilot", "service", "ufw", "iptables", "redis-cli",
-    "psql", "mysql", "sqlite3", "openssl", "compose", "make", "just", "deno",
+    "gemini", "qwen", "opencode", "copilot", "service", "ufw", "openssl", "compose", "make",
+    "just", "deno",
 })  # fmt: skip
 """Programs whose first operand is a subcommand (``git push``, ``docker rm``)."""
 
@@ -302,7 +312,7 @@ READS_ALL = frozenset({
     "strings", "nl", "wc", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "file",
     "diff", "cmp", "source", ".", "bat", "batcat", "view", "zcat", "zless", "bzcat", "xzcat",
     "gpg", "uniq", "cut", "paste", "column", "fold", "iconv", "vi", "vim", "nvim", "nano",
-    "emacs", "sort", "stat", "ls", "du", "readlink", "realpath", "zip", "7z", "openssl",
+    "emacs", "sort", "stat", "ls", "du", "readlink", "realpath",
 })  # fmt: skip
 READS_AFTER_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "jq"})
 NETWORK = frozenset({
@@ -354,6 +364,9 @@ def options(words: Sequence[Word], spec: Spec) -> Opts:
                 i += 1
             continue
         cluster = t[1:]
+        if cluster.isdigit():  # -9, -20: a number, not flags 2 and 0
+            out.flags.add(cluster)
+            continue
         for j, letter in enumerate(cluster):
             names = spec.short.get(letter, (letter,))
             out.flags.update(names)
@@ -435,6 +448,8 @@ class _Cmd:
     inner: list[int] = attrs.Factory(list)
     code_from_stdin: bool = False
     dynamic: bool = False
+    network: bool = False
+    reads_env: bool = False
 
     def emit(self) -> list[int]:
         for r in self.simple.redirects:
@@ -463,6 +478,8 @@ class _Cmd:
             inner=(*self.simple.inner, *self.inner),
             cds=tuple(self.cds),
             code_from_stdin=self.code_from_stdin,
+            network=self.network,
+            reads_env=self.reads_env,
             stdin=self.simple.stdin,
             env_vars=tuple(
                 dict.fromkeys(
@@ -740,9 +757,24 @@ def _curl(cmd: _Cmd) -> None:
             cmd.reads.append(w)
         elif name in ("output", "cookie-jar") and t not in NULL_DEVICES:
             cmd.writes.append(w)
+    if opts.flags & {"remote-name", "remote-name-all"}:
+        cmd.writes.extend(_url_names(opts.operands))
     for w in (*cmd.reads, *cmd.writes):
         if w not in cmd.paths:
             cmd.paths.append(w)
+
+
+def _url_names(words: Sequence[Word]) -> list[Word]:
+    """The files ``curl -O`` / ``wget`` save URLs as: the last part of each URL's path."""
+    out: list[Word] = []
+    for w in words:
+        t = w.literal or ""
+        if "://" not in t:
+            continue
+        name = t.split("://", 1)[1].split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)
+        if len(name) == 2 and name[1] not in ("", ".", ".."):
+            out.append(lit(name[1]))
+    return out
 
 
 _WGET_WRITES = ("output-document", "output-file", "append-output", "directory-prefix")
@@ -755,6 +787,8 @@ def _wget(cmd: _Cmd) -> None:
             cmd.reads.append(w)
         elif name in _WGET_WRITES and w.literal not in NULL_DEVICES:
             cmd.writes.append(w)
+    if not opts.value("output-document", "directory-prefix"):
+        cmd.writes.extend(_url_names(opts.operands))
     for w in (*cmd.reads, *cmd.writes):
         if w not in cmd.paths:
             cmd.paths.append(w)
@@ -780,6 +814,15 @@ def _tar(cmd: _Cmd) -> None:
             cmd.writes.extend(dest or [lit(".")])
     if "remove-files" in opts.flags:
         cmd.writes.extend(ops)
+
+
+def _zip(cmd: _Cmd) -> None:
+    opts = _generic(cmd)
+    ops = _all_paths(cmd, opts)
+    cmd.writes.extend(ops[:1])
+    cmd.reads.extend(ops[1:])
+    if "move" in opts.flags:
+        cmd.writes.extend(ops[1:])
 
 
 def _unzip(cmd: _Cmd) -> None:
@@ -830,10 +873,17 @@ def _git(cmd: _Cmd) -> None:
     for name, w in sopts.values:
         if name == "file":
             cmd.reads.append(w)
-    if sub == "clean":
+    if sub == "clean" and not sopts.flags & {"dry-run", "n"}:
         cmd.writes.append(lit("."))
-    elif sub == "rm":
+    elif sub in ("rm", "restore") and _touches_worktree(sub, sopts.flags):
         cmd.writes.extend(sopts.operands)
+    elif sub == "checkout":
+        cmd.writes.extend(w for w in sopts.operands if path_like(w) or w.literal == ".")
+
+
+def _touches_worktree(sub: str, flags: set[str]) -> bool:
+    """``git rm`` always; ``git restore`` unless only ``--staged``."""
+    return sub == "rm" or "worktree" in flags or "staged" not in flags
 
 
 def _find(cmd: _Cmd) -> list[int]:
@@ -980,15 +1030,21 @@ def _nice(cmd: _Cmd) -> list[int] | None:
 
 
 def _xargs(cmd: _Cmd) -> list[int] | None:
-    """``xargs CMD``: CMD runs with words read from stdin; text piped from ``echo`` or a
-    here-doc is used, anything else is a run-time word."""
+    """``xargs CMD``: CMD runs with words read from stdin. Text piped from ``echo`` or a
+    here-doc is used; what ``find START`` prints is below START; anything else is a
+    run-time word."""
     opts = options(cmd.words, SPECS["xargs"])
     rest = list(opts.operands) or [lit("echo")]
     repl = [w.literal for w in opts.value("replace", "I")]
     if "i" in opts.flags and not repl:
         repl = ["{}"]
-    piped = [lit(t) for body in _piped_text(cmd) if body.literal for t in body.literal.split()]
-    given = piped or [Word((("dyn", ""),))]
+    texts = [body.literal for body in _piped_text(cmd) if body.literal]
+    given = [lit(t) for text in texts for t in (text.splitlines() if repl else text.split())]
+    known = cmd.walker.commands
+    for i in cmd.simple.upstream:
+        if 0 <= i < len(known) and known[i].program == "find" and not given:
+            given = [attrs.evolve(w, under=True) for w in known[i].args]
+    given = given or [Word((("dyn", ""),))]
     if repl:
         rest = [rest[0], *(given[0] if w.literal in repl else w for w in rest[1:])]
     else:
@@ -1015,26 +1071,32 @@ def _shell_c(cmd: _Cmd) -> list[int] | None:
     out = cmd.emit()
     for body in cmd.simple.stdin:
         out.extend(cmd.shell(body, "heredoc"))
-    for body in _piped_text(cmd):
+    piped = _piped_text(cmd)
+    for body in piped:
         out.extend(cmd.shell(body, "pipe"))
+    if not piped and cmd.simple.upstream and not cmd.simple.stdin:
+        out.extend(cmd.shell(Word((("dyn", ""),)), "pipe"))
     return out
 
 
 def _piped_text(cmd: _Cmd) -> list[Word]:
     """Text written in the line that reaches ``cmd`` through a pipe: ``echo CODE | sh``,
-    ``cat <<EOF | sh``, ``printf CODE | sh``."""
-    found: list[Word] = []
+    ``cat <<EOF | sh``, ``printf CODE | tee log | sh``."""
     known = cmd.walker.commands
-    for i in cmd.simple.upstream:
-        if not 0 <= i < len(known):
-            continue
-        up = known[i]
-        if up.program in ("cat", "tee") and not up.reads:
-            found.extend(up.stdin)
-        elif up.program in ("echo", "printf") and up.args:
-            args = [w for w in up.args if not (w.literal or "").startswith("-")]
-            found.append(join(args))
-    return found
+    # Only the stage right before this one writes to its stdin (the last one emitted).
+    ups = sorted(cmd.simple.upstream)[-1:]
+    for _ in range(16):
+        if not ups or not 0 <= ups[0] < len(known):
+            return []
+        up = known[ups[0]]
+        if up.program in ("echo", "printf") and up.args:
+            return [join([w for w in up.args if not (w.literal or "").startswith("-")])]
+        if up.program not in ("cat", "tee") or up.reads:
+            return []
+        if up.stdin:
+            return list(up.stdin)
+        ups = sorted(up.upstream)[-1:]
+    return []
 
 
 def _eval(cmd: _Cmd) -> list[int] | None:
@@ -1168,30 +1230,35 @@ def _python(cmd: _Cmd) -> list[int] | None:
     opts = options(cmd.words, attrs.evolve(SPECS["python"], first_stop=True))
     cmd.flags |= opts.flags
     code = opts.value("c")
+    bodies: list[tuple[Word, str]] = []
     if code:
         cmd.args.append(code[0])
         cmd.args.extend(opts.operands)
-        out = cmd.emit()
-        if code[0].literal is not None:
-            out.extend(_py_code(cmd, code[0].literal, "python -c"))
-        return out
-    if opts.value("m"):
+        bodies.append((code[0], "python -c"))
+    elif opts.value("m"):
         cmd.subcommand = opts.value("m")[0].literal or ""
         cmd.args.extend(opts.operands)
         return None
-    if opts.operands and opts.operands[0].literal != "-":
+    elif opts.operands and opts.operands[0].literal != "-":
         cmd.args.extend(opts.operands)
         cmd.reads.append(opts.operands[0])
         cmd.paths.append(opts.operands[0])
         return None
-    cmd.code_from_stdin = True
-    out = cmd.emit()
-    for body in cmd.simple.stdin:
+    else:
+        cmd.code_from_stdin = True
+        bodies.extend((body, "heredoc") for body in cmd.simple.stdin)
+        bodies.extend((body, "pipe") for body in _piped_text(cmd))
+    out: list[int] = []
+    for body, via in bodies:
         if body.literal is not None:
-            out.extend(_py_code(cmd, body.literal, "heredoc"))
-    for body in _piped_text(cmd):
-        if body.literal is not None:
-            out.extend(_py_code(cmd, body.literal, "pipe"))
+            py = _py_code(cmd, body.literal, via)
+            out.extend(py.out)
+            cmd.inner.extend(py.out)
+            cmd.network |= py.network
+            cmd.reads_env |= py.reads_env
+    out.extend(cmd.emit())
+    if cmd.code_from_stdin and not bodies and cmd.simple.upstream:
+        out.extend(cmd.shell(_DYN_WORD, "pipe"))
     return out
 
 
@@ -1213,6 +1280,18 @@ def _inline(cmd: _Cmd) -> list[int] | None:
     for w in cmd.writes:
         if w not in cmd.paths:
             cmd.paths.append(w)
+    out: list[int] = []
+    if code and code[0].literal is not None and _perl_forks(code[0].literal):
+        idx = cmd.walker.emit(Raw(program=FORK_BOMB, via=(*cmd.via, f"{cmd.program} -e"),
+                                  text=cmd.simple.text))  # fmt: skip
+        out.extend([idx] if idx >= 0 else [])
+    if cmd.code_from_stdin and cmd.simple.upstream:
+        out.extend(cmd.emit())
+        out.extend(cmd.shell(_DYN_WORD, "pipe"))
+        return out
+    if out:
+        out.extend(cmd.emit())
+        return out
     return None
 
 
@@ -1225,6 +1304,9 @@ _PY_DELETE = {
     "os.truncate": ("truncate", ()),
     "os.chmod": ("chmod", ()),
     "os.chown": ("chown", ()),
+    "shutil.move": ("mv", ()),
+    "os.rename": ("mv", ()),
+    "os.replace": ("mv", ()),
 }
 _PY_SHELL = frozenset({
     "os.system", "os.popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
@@ -1232,88 +1314,189 @@ _PY_SHELL = frozenset({
     "subprocess.getstatusoutput", "commands.getoutput", "pty.spawn",
 })  # fmt: skip
 _PY_EXEC = re.compile(r"os\.(exec|spawn)[lvpe]*$")
+_PY_NET = ("urllib.request.", "urllib2.", "requests.", "httpx.", "http.client.", "socket.",
+           "smtplib.", "ftplib.", "urllib3.", "aiohttp.", "telnetlib.")  # fmt: skip
+_PATH_READ = frozenset({"read_text", "read_bytes", "open", "iterdir", "glob", "rglob"})
+_PATH_WRITE = {"write_text": "open", "write_bytes": "open", "touch": "touch",
+               "unlink": "rm", "rmdir": "rmdir", "chmod": "chmod", "rename": "mv",
+               "replace": "mv"}  # fmt: skip
+_DYN_WORD = Word((("dyn", ""),))
 
 
-def _py_code(cmd: _Cmd, code: str, via: str) -> list[int]:
-    """Commands Python code runs or files it deletes, read with :mod:`ast`."""
-    if len(code) > MAX_PY_CODE:
-        cmd.walker.fail("Python code too long to judge")
-        return []
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    aliases: dict[str, str] = {}
-    calls: list[ast.Call] = []
-    try:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    aliases[a.asname or a.name] = a.name
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for a in node.names:
-                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-            elif isinstance(node, ast.Call):
-                calls.append(node)
-    except RecursionError:
-        return []
-    out: list[int] = []
-    base = _Cmd(cmd.simple, cmd.walker, cmd.depth, "", [*cmd.via, via], cmd.cds, [])
-    for call in calls[:200]:
-        name = _dotted(call.func, aliases)
-        if not name:
-            continue
-        args = [_py_word(a) for a in call.args]
+@attrs.define
+class _Py:
+    """What Python code does, as far as its text shows."""
+
+    cmd: _Cmd
+    via: str
+    aliases: dict[str, str] = attrs.Factory(dict)
+    out: list[int] = attrs.Factory(list)
+    network: bool = False
+    reads_env: bool = False
+
+    def raw(self, program: str, path: Word | None, write: bool, flags: Iterable[str] = ()) -> None:
+        paths = (path,) if path is not None else ()
+        raw = Raw(
+            program=program,
+            flags=frozenset(flags),
+            args=paths,
+            paths=paths,
+            writes=paths if write else (),
+            reads=() if write else paths,
+            via=(*self.cmd.via, self.via),
+            upstream=self.cmd.simple.upstream,
+            cds=tuple(self.cmd.cds),
+            text=self.cmd.simple.text,
+        )
+        idx = self.cmd.walker.emit(raw)
+        if idx >= 0:
+            self.out.append(idx)
+
+    def shell(self, words: Sequence[Word]) -> None:
+        simple = attrs.evolve(self.cmd.simple, words=tuple(words), via=(*self.cmd.via, self.via),
+                              redirects=(), stdin=(), cds=tuple(self.cmd.cds))  # fmt: skip
+        self.out.extend(run(simple, self.cmd.walker, self.cmd.depth + 1))
+
+    def call(self, call: ast.Call, in_loop: bool, forks: list[bool]) -> None:
+        name = _dotted(call.func, self.aliases)
+        args = [self.word(a) for a in call.args]
+        if name in ("os.fork", "os.forkpty"):
+            forks.append(in_loop)
+        if name.startswith(_PY_NET):
+            self.network = True
+        if name in ("os.getenv", "os.environ.get", "os.environ.copy", "os.getenvb"):
+            self.reads_env = True
         if name in _PY_DELETE:
             program, flags = _PY_DELETE[name]
-            paths = [a for a in args[:1] if a is not None]
-            raw = Raw(
-                program=program,
-                flags=frozenset(flags),
-                args=tuple(paths),
-                paths=tuple(paths),
-                writes=tuple(paths),
-                via=tuple(base.via),
-                upstream=cmd.simple.upstream,
-                cds=tuple(cmd.cds),
-                text=cmd.simple.text,
-            )
-            idx = cmd.walker.emit(raw)
-            out.extend([idx] if idx >= 0 else [])
+            self.raw(program, args[0] if args else None, True, flags)
         elif name in _PY_SHELL or _PY_EXEC.match(name):
             first = call.args[0] if call.args else None
             if isinstance(first, (ast.List, ast.Tuple)):
-                words = [_py_word(e) or Word((("dyn", ""),)) for e in first.elts]
-                if name.startswith("os."):
-                    words = words[1:] if _PY_EXEC.match(name) else words
-                if words:
-                    simple = attrs.evolve(cmd.simple, words=tuple(words), via=tuple(base.via),
-                                          redirects=(), stdin=(), cds=tuple(cmd.cds))  # fmt: skip
-                    out.extend(run(simple, cmd.walker, cmd.depth + 1))
+                self.shell([self.word(e) for e in first.elts])
+            elif _PY_EXEC.match(name):
+                self.shell(args[1:] if len(args) > 1 else args)
             else:
-                word = args[0] if args and args[0] is not None else Word((("dyn", ""),))
-                if _PY_EXEC.match(name) and len(call.args) > 1:
-                    rest = [_py_word(a) or Word((("dyn", ""),)) for a in call.args[1:]]
-                    simple = attrs.evolve(cmd.simple, words=tuple(rest[1:] or rest),
-                                          via=tuple(base.via), redirects=(), stdin=())  # fmt: skip
-                    out.extend(run(simple, cmd.walker, cmd.depth + 1))
-                    continue
-                inner = _Cmd(cmd.simple, cmd.walker, cmd.depth, "", list(cmd.via), cmd.cds, [])
-                out.extend(inner.shell(word, via))
-        elif name in ("open", "io.open", "builtins.open") and args and args[0] is not None:
-            mode = _py_word(call.args[1]) if len(call.args) > 1 else None
+                code = args[0] if args else _DYN_WORD
+                self.out.extend(_shell_word(self.cmd, code, self.via))
+        elif name in ("open", "io.open", "builtins.open", "codecs.open") and args:
+            mode = self.word(call.args[1]) if len(call.args) > 1 else None
             for kw in call.keywords:
                 if kw.arg == "mode":
-                    mode = _py_word(kw.value)
+                    mode = self.word(kw.value)
             m = (mode.literal if mode else "r") or "r"
-            writes = any(c in m for c in "wax+")
-            raw = Raw(program="open", args=(args[0],), paths=(args[0],),
-                      writes=(args[0],) if writes else (), reads=() if writes else (args[0],),
-                      via=tuple(base.via), upstream=cmd.simple.upstream, cds=tuple(cmd.cds),
-                      text=cmd.simple.text)  # fmt: skip
-            idx = cmd.walker.emit(raw)
-            out.extend([idx] if idx >= 0 else [])
-    return out
+            self.raw("open", args[0], any(c in m for c in "wax+"))
+        elif isinstance(call.func, ast.Attribute):
+            method = call.func.attr
+            target = self.path(call.func.value)
+            if target is not None and method in _PATH_READ:
+                self.raw("open", target, False)
+            elif target is not None and method in _PATH_WRITE:
+                self.raw(_PATH_WRITE[method], target, True)
+
+    def path(self, node: ast.expr) -> Word | None:
+        """The path a pathlib expression stands for (``Path(x)``, ``Path.home() / "x"``)."""
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func, self.aliases)
+            if name.endswith(("Path", "PurePath", "PosixPath")) and node.args:
+                return self.word(node.args[0])
+            if name.endswith("Path.home"):
+                return Word((("tilde", ""),))
+            if isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "expanduser", "resolve", "absolute",
+            ):  # fmt: skip
+                return self.path(node.func.value)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left = self.path(node.left)
+            if left is not None:
+                return join([left, self.word(node.right)], "/")
+        return None
+
+    def word(self, node: ast.expr) -> Word:
+        """A Python expression as a shell-like word (literal, ``~``, ``$HOME`` or run-time)."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if text == "~" or text.startswith("~/"):
+                return Word((("tilde", ""), ("lit", text[1:])))
+            return lit(text)
+        if isinstance(node, ast.JoinedStr):
+            parts: list[tuple[str, str]] = []
+            for v in node.values:
+                if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                    parts.append(("lit", v.value))
+                else:
+                    parts.append(("dyn", ""))
+            return Word(tuple(parts))
+        path = self.path(node)
+        if path is not None:
+            return path
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func, self.aliases)
+            args = node.args
+            if name in ("os.path.expanduser", "os.path.abspath", "os.path.realpath",
+                        "os.path.normpath", "str", "os.fspath") and args:  # fmt: skip
+                inner = self.word(args[0])
+                if name == "os.path.expanduser" and inner.literal is not None:
+                    text = inner.literal
+                    if text == "~" or text.startswith("~/"):
+                        return Word((("tilde", ""), ("lit", text[1:])))
+                return inner
+            if name == "os.path.join" and args:
+                return join([self.word(a) for a in args], "/")
+            if name in ("os.getenv", "os.environ.get") and args:
+                key = self.word(args[0]).literal
+                self.reads_env = True
+                return Word((("var", key),)) if key and key.isidentifier() else _DYN_WORD
+        if (
+            isinstance(node, ast.Subscript)
+            and _dotted(node.value, self.aliases) == "os.environ"
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and node.slice.value.isidentifier()
+        ):
+            return Word((("var", node.slice.value),))
+        return _DYN_WORD
+
+
+def _shell_word(cmd: _Cmd, code: Word, via: str) -> list[int]:
+    inner = _Cmd(cmd.simple, cmd.walker, cmd.depth, "", list(cmd.via), cmd.cds, [])
+    return inner.shell(code, via)
+
+
+def _py_code(cmd: _Cmd, code: str, via: str) -> _Py:
+    """What Python code runs, deletes, reads or sends, read with :mod:`ast` (never run)."""
+    py = _Py(cmd, via)
+    if len(code) > MAX_PY_CODE:
+        cmd.walker.fail("Python code too long to judge")
+        return py
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return py
+    forks: list[bool] = []
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    seen = 0
+    while stack and seen < 20_000:
+        node, in_loop = stack.pop()
+        seen += 1
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                py.aliases[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                py.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        loop = in_loop or isinstance(node, (ast.While, ast.For, ast.AsyncFor))
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            stack.append((child, loop))
+        if isinstance(node, ast.Call) and seen < 5_000:
+            try:
+                py.call(node, in_loop, forks)
+            except RecursionError:
+                cmd.walker.fail("Python code nested too deep to judge")
+        elif isinstance(node, ast.Attribute) and _dotted(node, py.aliases) == "os.environ":
+            py.reads_env = True
+    if any(forks) or len(forks) >= 2:
+        py.raw(FORK_BOMB, None, False)
+    return py
 
 
 def _dotted(node: ast.expr, aliases: Mapping[str, str]) -> str:
@@ -1337,20 +1520,10 @@ def _dotted(node: ast.expr, aliases: Mapping[str, str]) -> str:
     return ".".join(reversed(parts))
 
 
-def _py_word(node: ast.expr) -> Word | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return lit(node.value)
-    if isinstance(node, ast.JoinedStr):
-        parts: list[tuple[str, str]] = []
-        for v in node.values:
-            if isinstance(v, ast.Constant) and isinstance(v.value, str):
-                parts.append(("lit", v.value))
-            else:
-                parts.append(("dyn", ""))
-        return Word(tuple(parts))
-    if isinstance(node, ast.Call) and _dotted(node.func, {}) in ("pathlib.Path", "Path"):
-        return _py_word(node.args[0]) if node.args else None
-    return Word((("dyn", ""),))
+def _perl_forks(code: str) -> bool:
+    """``fork while fork``, ``fork until 0``: Perl or Ruby code that forks in a loop."""
+    words = set(re.findall(r"[A-Za-z_]+", code[:MAX_PY_CODE]))
+    return "fork" in words and bool(words & {"while", "until", "loop", "for", "foreach"})
 
 
 Handler = Callable[[_Cmd], "list[int] | None"]
@@ -1377,6 +1550,7 @@ _register(("curl",), _curl)
 _register(("wget",), _wget)
 _register(("tar", "gtar", "bsdtar"), _tar)
 _register(("unzip",), _unzip)
+_register(("zip",), _zip)
 _register(("sort",), _sort)
 _register(("find",), _find)
 _register(("git",), _subwrap)

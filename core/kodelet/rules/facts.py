@@ -158,7 +158,7 @@ def derive(
     """The facts of one tool call. ``parser`` caches parses by command text (the engine
     passes its own); without one each call parses afresh."""
     kind = kind_of(tool_name)
-    places = Places.of(project, home, kodelet_home)
+    places = (parser or Parser(size=0)).places(project, home, kodelet_home)
     base = cwd or project
     for key in CWD_KEYS:
         value = tool_input.get(key)
@@ -197,11 +197,18 @@ def _shell(facts: Facts, text: str, parser: Parser, places: Places) -> Facts:
     raws = parsed.commands
     home = facts.home
     out: list[Command] = []
+    seen: dict[tuple[Word, str | None], PathFact] = {}
     for raw in raws:
         where = cwd_after(raw.cds, facts.cwd, home)
 
         def res(words: tuple[Word, ...], where: str | None = where) -> tuple[PathFact, ...]:
-            return tuple(resolve(w, cwd=where, places=places, home=home) for w in words)
+            found = []
+            for w in words:
+                fact = seen.get((w, where))
+                if fact is None:
+                    fact = seen[(w, where)] = resolve(w, cwd=where, places=places, home=home)
+                found.append(fact)
+            return tuple(found)
 
         stdin_from = tuple(dict.fromkeys(raws[i].program for i in raw.upstream if raws[i].program))
         out.append(
@@ -270,7 +277,9 @@ def _glob_re(pattern: str, home: str) -> re.Pattern[str]:
     return re.compile(body + "$" if body.startswith("/") else "(?:.*/)?" + body + "$")
 
 
-def _network(c: Command) -> bool:
+def _network(c: Command, raw: cmds.Raw) -> bool:
+    if raw.network:
+        return True
     if c.program in ("rsync", "scp", "sftp"):
         return any(":" in a.split("/", 1)[0] for a in c.args)
     if c.program == "openssl":
@@ -285,8 +294,11 @@ def _interpreter(c: Command) -> bool:
 def _sources(c: Command, raw: cmds.Raw, home: str) -> list[str]:
     """Where data a command emits comes from: secret files, other files, the environment."""
     found: list[str] = []
-    if (c.program in ENV_DUMPERS and not [a for a in c.args if "=" not in a]) or (
-        c.program in ("export", "declare", "typeset") and c.flags & {"p", "x"}
+    if (
+        c.program in ("env", "printenv")
+        or (c.program in ENV_DUMPERS and not [a for a in c.args if "=" not in a])
+        or (c.program in ("export", "declare", "typeset") and c.flags & {"p", "x"})
+        or raw.reads_env
     ):
         found.append("env")
     for p in c.reads:
@@ -303,28 +315,33 @@ def _sources(c: Command, raw: cmds.Raw, home: str) -> list[str]:
 
 def _flows(raws: Sequence[cmds.Raw], out: Sequence[Command], home: str) -> tuple[Flow, ...]:
     flows: list[Flow] = []
+    downloaded: dict[str, str] = {}  # path a network program saved -> that program
     for i, c in enumerate(out):
         raw = raws[i]
         feeding = _closure(raws, (*raw.upstream, *raw.inner))
-        if _network(c):
+        network = _network(c, raw)
+        if network:
             for src in _sources(c, raw, home):
                 flows.append(Flow(src, c.program))
             for j in feeding:
-                for src in _sources(out[j], raws[j], home):
-                    flows.append(Flow(src, c.program))
+                if j != i:
+                    for src in _sources(out[j], raws[j], home):
+                        flows.append(Flow(src, c.program))
+            for p in c.writes:
+                if p.path:
+                    downloaded.setdefault(p.path, c.program)
         if _interpreter(c) or c.program == "":
-            piped = [j for j in _closure(raws, raw.upstream) if _network(out[j])]
             if raw.code_from_stdin or c.program in ("eval", "source", "."):
-                for j in piped:
-                    flows.append(Flow(out[j].program, "interpreter"))
+                for j in _closure(raws, raw.upstream):
+                    if _network(out[j], raws[j]):
+                        flows.append(Flow(out[j].program, "interpreter"))
             for j in _closure(raws, raw.inner):
-                if _network(out[j]):
+                if _network(out[j], raws[j]):
                     flows.append(Flow(out[j].program, "interpreter"))
-    return tuple(
-        dict.fromkeys(
-            f for f in flows if not (f.source.startswith("file:") and f.sink == "interpreter")
-        )
-    )
+            for p in c.reads:  # curl -o i.sh URL && sh i.sh
+                if p.path in downloaded:
+                    flows.append(Flow(downloaded[p.path], "interpreter"))
+    return tuple(dict.fromkeys(flows))
 
 
 def _closure(raws: Sequence[cmds.Raw], start: Sequence[int]) -> list[int]:

@@ -5,7 +5,9 @@ the user's home, ``$PWD`` and relative words the command's cwd (after any ``cd``
 in the line), ``..`` is applied, and symbolic links are resolved where they exist (so a
 link inside the project that points at ``/etc`` is in ``system``). A word with a part
 decided at run time (``$(...)``, an unknown variable) is in zone ``unknown``. A glob is
-judged by its fixed prefix (``~/*`` is ``home_root`` with ``glob`` set).
+judged by its fixed prefix: ``~/*`` (the whole content of the home) is ``home_root``
+with ``glob`` set, while ``~/*.log`` or ``src/*/build`` pick entries below the prefix
+and get the zone of what is inside it (``home``, ``project``).
 
 Zones, first match wins: ``kodelet`` (the project's ``.kodelet``, the kodelet home, any
 ``.kodelet`` folder, the agents' ``settings*.json`` under ``.claude`` of the project and
@@ -27,6 +29,7 @@ Zone = Literal[
     "project", "project_root", "tmp", "home", "home_root", "kodelet", "system", "root", "unknown"
 ]
 _GLOB = frozenset("*?[")
+_WHOLE = frozenset("*.?")
 MAX_PATH = 4096
 
 
@@ -138,10 +141,16 @@ def resolve(word: Word, *, cwd: str | None, places: Places, home: str) -> PathFa
     glob = word.glob or word.under
     if text is None or len(text) > MAX_PATH or "\x00" in text:
         return PathFact(raw, "", "unknown", glob)
+    below = word.under
     if word.glob:
         fixed: list[str] = []
-        for comp in text.split("/"):
+        comps = text.split("/")
+        for i, comp in enumerate(comps):
             if _GLOB & set(comp):
+                # `*` (or `.*`) as the last component is the folder's whole content: as
+                # bad as the folder. `*.pyc`, `build*`, `*/x` pick entries below it.
+                whole = set(comp) <= _WHOLE and not any(c for c in comps[i + 1 :])
+                below = below or not whole
                 break
             fixed.append(comp)
         text = "/".join(fixed) or ("/" if text.startswith("/") else ".")
@@ -153,7 +162,7 @@ def resolve(word: Word, *, cwd: str | None, places: Places, home: str) -> PathFa
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
     z = zone(path, places)
-    if word.under:
+    if below:
         z = _child_zone(z)
     return PathFact(raw, path, z, glob)
 

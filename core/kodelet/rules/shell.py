@@ -28,14 +28,14 @@ from typing import Any
 import attrs
 
 from . import commands
-from .commands import Raw, Redirect, Simple
+from .commands import FORK_BOMB, Raw, Redirect, Simple
+from .paths import Places
 from .words import DYN, Part, Word
 
 MAX_TEXT = 64 * 1024
 MAX_DEPTH = 6
 MAX_NEST = 120
 MAX_COMMANDS = 2000
-FORK_BOMB = "(fork-bomb)"
 
 _WORDISH = frozenset({
     "word", "string", "raw_string", "concatenation", "simple_expansion", "expansion",
@@ -65,6 +65,17 @@ class Parser:
         self._size = size
         self._cache: OrderedDict[str, Parsed] = OrderedDict()
         self._ts: Any = None
+        self._places: dict[tuple[str, str, str], Places] = {}
+
+    def places(self, project: str, home: str, kodelet_home: str) -> Places:
+        """The zone folders of a call, symlinks resolved once per parser and folders."""
+        key = (project, home, kodelet_home)
+        found = self._places.get(key)
+        if found is None:
+            if len(self._places) >= 64:
+                self._places.clear()
+            found = self._places[key] = Places.of(project, home, kodelet_home)
+        return found
 
     def parse(self, text: str) -> Parsed:
         hit = self._cache.get(text)
@@ -122,6 +133,7 @@ class Walk:
         self.parser = parser
         self.commands: list[Raw] = []
         self.error = ""
+        self._extra: dict[int, list[Any]] = {}  # redirects the grammar hung on a list
 
     # -- entry points used by .commands -------------------------------------------------
     def emit(self, raw: Raw) -> int:
@@ -185,6 +197,8 @@ class Walk:
             return []
         if kind == "function_definition":
             return self.function(node, ctx)
+        if kind == "while_statement" and _spawns_forever(node):
+            self.emit(Raw(program=FORK_BOMB, text=_text(node), via=ctx.via, upstream=ctx.upstream))
         if kind == "for_statement":
             var = node.child_by_field_name("variable")
             if var is not None:
@@ -219,8 +233,19 @@ class Walk:
     def redirected(self, node: Any, ctx: _Ctx) -> list[int]:
         body = node.child_by_field_name("body")
         redirects = [c for c in node.children if c.type in _REDIRECTS]
+        for r in list(redirects):
+            if r.type == "heredoc_redirect":  # `cat <<EOF > f`: the grammar nests `> f`
+                redirects.extend(c for c in r.named_children if c.type in _REDIRECTS)
+        last = body
+        while last is not None and last.type in ("list", "pipeline") and last.named_children:
+            last = last.named_children[-1]
         if body is not None and body.type == "command":
             out = self.command(body, redirects, ctx)
+        elif last is not None and last.type == "command":
+            # `a && b > f`, `a | b > f`: the grammar puts the redirect on the whole list,
+            # bash on its last command.
+            self._extra[last.id] = redirects
+            out = self.walk(body, ctx)
         else:
             out = self.walk(body, ctx) if body is not None else []
             if redirects:
@@ -228,7 +253,7 @@ class Walk:
         # `cat <<EOF | sh`: the grammar hangs the rest of the pipeline on the here-doc.
         for r in redirects:
             for tail in r.named_children:
-                if tail.type in _SKIP or tail.type in _WORDISH:
+                if tail.type in _SKIP or tail.type in _WORDISH or tail.type in _REDIRECTS:
                     continue
                 if (
                     tail.type == "pipeline"
@@ -291,7 +316,7 @@ class Walk:
         out: list[int] = []
         words: list[Word] = []
         assigns: list[str] = []
-        reds = list(redirects)
+        reds = [*redirects, *self._extra.pop(node.id, [])]
         for c in node.children:
             if c.type == "variable_assignment":
                 sub = attrs.evolve(ctx, st=ctx.st.copy())
@@ -536,6 +561,27 @@ def _forks_itself(name: str, body: Any) -> bool:
         for child in node.children:
             stack.append((child, in_pipe or node.type == "pipeline"))
     return risky or calls >= 2
+
+
+_FOREVER = frozenset({"true", ":", "[ 1 ]", "[[ 1 ]]", "((1))", "(( 1 ))", "/bin/true"})
+
+
+def _spawns_forever(node: Any) -> bool:
+    """``while true; do CMD & done``: an endless loop that starts a background process."""
+    cond = node.child_by_field_name("condition")
+    body = node.child_by_field_name("body")
+    if cond is None or body is None or _text(cond).strip().rstrip(";").strip() not in _FOREVER:
+        return False
+    stack = [body]
+    seen = 0
+    while stack and seen < 10_000:
+        n = stack.pop()
+        seen += 1
+        if n.type == "&":
+            return True
+        if n.type not in ("while_statement", "for_statement", "function_definition"):
+            stack.extend(n.children)
+    return False
 
 
 def words_text(words: Iterable[Word]) -> tuple[str, ...]:
