@@ -39,6 +39,11 @@ import attrs
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+# Imported now: the npm cache is placed from HOME before a bench moves HOME away.
+from tests.e2e.npm import CACHE, InstallError, unpack  # noqa: E402
+
 CORPUS = HERE / "rules_corpus"
 
 DANGEROUS = (
@@ -70,7 +75,10 @@ TARGET_CAUGHT = 0.95
 TARGET_ALLOWED = 0.98
 
 CC_SAFETY_NET = "cc-safety-net@2.4.5"
-CC_SAFETY_NET_INTEGRITY = "sha512-NxVJYOyXsqI6+xX18nk5AiHilhgIR3thwBgDzXeEHuxKPrUhutD40tOGX3kgYDyqBwHPASyn7UOm05pAzhTsPw=="
+CC_SAFETY_NET_INTEGRITY = (
+    "sha512-NxVJYOyXsqI6+xX18nk5AiHilhgIR3thwBgDzXeEH"
+    "uxKPrUhutD40tOGX3kgYDyqBwHPASyn7UOm05pAzhTsPw=="
+)
 
 
 @attrs.frozen
@@ -239,6 +247,7 @@ def make_layout(root: Path) -> Layout:
         for name in names:
             (base / name).parent.mkdir(parents=True, exist_ok=True)
             (base / name).write_text("x\n")
+    (project / ".kodelet" / "rules.toml").write_text('use = ["recommended"]\n')
     (project / "homelink").symlink_to(home)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     return Layout(home=home.resolve(), project=project.resolve())
@@ -277,8 +286,6 @@ def kodelet_guard(layout: Layout, rules_text: str | None = None) -> Guard:
 
 def kodelet_cli(layout: Layout, cases: Sequence[Case]) -> list[Judged]:
     """The same verdicts through ``kodelet rules explain --json --payload FILE``."""
-    config = layout.project / ".kodelet" / "rules.toml"
-    config.write_text('use = ["recommended"]\n')
     env = {**os.environ, "HOME": str(layout.home), "KODELET_HOME": str(layout.kodelet_home)}
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -315,8 +322,6 @@ def cc_safety_net_guard(layout: Layout, jobs: int = 2) -> Guard:
     """cc-safety-net's hook, one process per call as Claude Code runs it."""
     sys.path.insert(0, str(REPO))
     from kodelet.claude.mapping import to_claude_tool
-
-    from tests.e2e.npm import CACHE, unpack
 
     root = unpack(CC_SAFETY_NET, CC_SAFETY_NET_INTEGRITY, CACHE / CC_SAFETY_NET)
     node = shutil.which("node")
@@ -564,6 +569,34 @@ def report(
     out += ["", "Every miss of kodelet's recommended set:", ""]
     out += miss_lines(misses(cases, verdicts["kodelet recommended"]))
     return out
+
+
+COMMAND = "python bench/rules_corpus.py"
+
+
+def section(*, cc_safety_net: bool = True) -> list[str]:
+    """The BENCHMARKS.md section (``bench/run.py --only 'rules corpus'``)."""
+    note = []
+    try:
+        cases, verdicts, extra = run(cc_safety_net=cc_safety_net)
+    except InstallError as exc:
+        note = [f"cc-safety-net could not be had ({exc}); its column is left out.", ""]
+        cases, verdicts, extra = run(cc_safety_net=False)
+    return [
+        "## 9. Rules: the recommended set on a corpus",
+        "",
+        "Labelled tool calls (`bench/rules_corpus/`), each judged by kodelet's recommended "
+        "rule set (through the engine, as the `builtin:rules` guard runs it), by "
+        f"[cc-safety-net](https://www.npmjs.com/package/cc-safety-net) {CC_SAFETY_NET[14:]} "
+        "(pinned by sha512, run as the Claude Code `PreToolUse` hook it is, on each call "
+        "told in Claude Code's tool names), by the README's grep guard (the hook of \"A "
+        'guardrail in two minutes") and by the guardrail example plugin '
+        f"(`plugins/examples/guardrail`). `{COMMAND}` prints it alone.",
+        "",
+        *note,
+        *report(cases, verdicts, extra),
+        "",
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -41,6 +41,8 @@ from kodelet.places import Places
 from kodelet.testing import executables as runners_of
 from kodelet.testing import per_call_runtime
 from kodelet.wire import payload_to_wire
+from rules_corpus import section as rules_corpus_section
+from rules_speed import speed as rules_speed
 from stand_down import stand_down
 from warm import warm
 
@@ -668,6 +670,17 @@ def main() -> None:
             sections += bench()
             print(f"bench: {name}: {time.monotonic() - t:.1f}s", file=sys.stderr)
     sections += claude_section(Path(args.output), args.claude)
+    with tempfile.TemporaryDirectory(prefix="kodelet-bench-") as tmp:
+        root = Path(tmp).resolve()
+        for name, bench in (
+            ("rules corpus", lambda: rules_corpus_section(cc_safety_net=True)),
+            ("rules speed", lambda: rules_speed(root, scale)),
+        ):
+            if args.only and name != args.only:
+                continue
+            t = time.monotonic()
+            sections += bench()
+            print(f"bench: {name}: {time.monotonic() - t:.1f}s", file=sys.stderr)
     text = "\n".join(
         [
             "# Benchmarks",
