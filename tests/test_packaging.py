@@ -41,5 +41,15 @@ def test_the_wheel_builds_without_a_deprecation_and_says_its_license(tmp_path: P
         if "__pycache__" not in p.parts
     }
     assert sorted(sources - set(names)) == []
+    # And every data file the code reads at run time (the recommended rule set, the
+    # recipes, the schemas): package data a pattern left out would be missing.
+    data = {
+        str(p.relative_to(ROOT / "core"))
+        for suffix in ("*.toml", "*.json", "*.jsonl", "*.md", "*.tmpl")
+        for p in (ROOT / "core" / "kodelet").rglob(suffix)
+        if "__pycache__" not in p.parts
+    }
+    assert "kodelet/rules/recommended.toml" in data
+    assert sorted(data - set(names)) == []
     assert "License-Expression: MIT" in headers
     assert not any(h.startswith("License: ") for h in headers)
