@@ -304,15 +304,17 @@ def kodelet_cli(layout: Layout, cases: Sequence[Case]) -> list[Judged]:
                     "--json",
                     "--payload",
                     str(payload),
+                    "--cwd",
+                    str(layout.cwd(case)),
                 ],
                 capture_output=True,
                 text=True,
-                cwd=layout.cwd(case),
+                cwd=layout.project,
                 env=env,
             )
-            if done.returncode not in (0, 1):
+            if done.returncode != 0:
                 raise RuntimeError(f"rules explain {case.id}: {done.stderr.strip()[-300:]}")
-            verdict = json.loads(done.stdout)["verdict"]
+            verdict = json.loads(done.stdout)
             decision = verdict["decision"]
             out.append(Judged(decision in ("deny", "ask"), decision, verdict.get("rule", "")))
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -90,3 +91,49 @@ def test_the_readme_guard_is_the_readme_s_script() -> None:
     script = rc.readme_hook()
     assert script.startswith("#!/bin/bash\n")
     assert "grep -q 'rm -rf'" in script
+
+
+def test_the_recommended_set_meets_its_targets_on_the_corpus(tmp_path: Path) -> None:
+    """At least 95 % of the dangerous calls denied or asked, at least 98 % of the
+    everyday calls let through, judged through the engine as the guard judges them."""
+    cases = rc.load()
+    layout = rc.make_layout(tmp_path)
+    judged = rc.kodelet_guard(layout)(cases)
+    score = rc.score(cases, judged)
+    missed = "\n".join(rc.miss_lines(rc.misses(cases, judged)))
+    assert score.caught_rate >= rc.TARGET_CAUGHT, missed
+    assert score.allowed_rate >= rc.TARGET_ALLOWED, missed
+    # Every dangerous class is caught, not just the corpus as a whole.
+    for cls in rc.DANGEROUS:
+        right, of = score.per_class[cls]
+        assert right / of >= 0.9, f"{cls}: {right}/{of}\n{missed}"
+
+
+def test_the_recommended_set_passes_its_own_rule_tests(tmp_path: Path) -> None:
+    """The [[tests]] cases shipped in recommended.toml, run by `kodelet rules test` as a
+    team's CI would run them."""
+    shipped = Path(rc.REPO / "core" / "kodelet" / "rules" / "recommended.toml")
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "kodelet", "rules", "test", "--json", str(shipped)],
+        capture_output=True,
+        text=True,
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["failed"] == 0
+    assert result["passed"] >= 25
+
+
+def test_the_cli_agrees_with_the_engine_on_a_sample(tmp_path: Path) -> None:
+    """`kodelet rules explain --json` gives the engine's decision (the bench's check)."""
+    cases = rc.load()
+    layout = rc.make_layout(tmp_path)
+    sample = [c for c in cases if c.id in {"delete-002", "git-history-014", "clean-001"}]
+    sample += [c for c in cases if c.id in {"write-outside-001", "read-search-033"}]
+    through_cli = rc.kodelet_cli(layout, sample)
+    through_engine = rc.kodelet_guard(layout)(sample)
+    assert [j.decision for j in through_cli] == [j.decision for j in through_engine]
+    assert [j.blocked for j in through_cli] == [True, True, False, True, False]
