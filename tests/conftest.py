@@ -1,5 +1,5 @@
-"""Every test runs with HOME and KODELET_HOME in temp dirs: the real ~/.kodelet is never
-touched. Warm kodelets are off unless a test turns them on, and any a test started (in
+"""Every test runs with HOME, KODELET_HOME and KODELET_MANAGED_DIR in temp dirs: the real
+~/.kodelet and /etc/kodelet are never touched. Warm kodelets are off unless a test turns them on, and any a test started (in
 its own runtime directory) is stopped when it ends: nothing is left running, and the
 session fails, naming them, if a test left any process of its own behind."""
 
@@ -64,6 +64,8 @@ def isolated_home(
     for var in ("KODELET_NO_HOOKS", "KODELET_HOOK_TIMEOUT", "KODELET_NO_CACHE", "KODELET_MODEL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KODELET_DAEMON", "0")
+    # The machine's managed rules (/etc/kodelet) are never read by a test.
+    monkeypatch.setenv("KODELET_MANAGED_DIR", str(tmp_path_factory.mktemp("managed")))
     return home
 
 

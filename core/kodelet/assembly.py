@@ -28,7 +28,7 @@ from .process import killing_on_signals
 from .runtime import SLOW_AFTER, Runtime
 from .version import VERSION
 
-__all__ = ["hooks_die_with_host", "load_runtime", "protect_kodelet"]
+__all__ = ["guard_with_rules", "hooks_die_with_host", "load_runtime", "protect_kodelet"]
 
 CLAUDE_ADAPTER = "kodelet:claude"  # adapters.claude_hooks.NAME, without importing it
 
@@ -50,6 +50,32 @@ def protect_kodelet(runtime: Runtime) -> None:
     guard = selfguard.SelfGuard(runtime.places.cwd, runtime.places.global_root, runtime.env)
     info = runtime.register(guard, name=selfguard.NAME, builtin=True)
     info.path = os.path.dirname(selfguard.__file__)
+    info.version, info.distribution = VERSION, PROJECT
+
+
+def guard_with_rules(runtime: Runtime) -> None:
+    """Register ``builtin:rules`` (:mod:`kodelet.rules.guard`) on ``runtime`` when some
+    rule file exists (managed, user or project; :mod:`kodelet.rule_files`).
+
+    Without one nothing of :mod:`kodelet.rules` is imported: a project without rules
+    pays nothing. No configuration switches it off (a cloned repository's config.toml
+    must not remove the user's or the machine's rules); the rule files themselves do."""
+    from . import rule_files
+
+    found = rule_files.find(runtime.places, runtime.env)
+    if not found:
+        return
+    from .rules import guard
+
+    home = runtime.env.get("HOME") or os.path.expanduser("~")
+    rules = guard.RulesGuard(
+        [guard.Source(f.tier, f.path, f.text, f.problem) for f in found],  # type: ignore[arg-type]
+        project=str(runtime.places.cwd),
+        home=home,
+        kodelet_home=str(runtime.places.global_root),
+    )
+    info = runtime.register(rules, name=guard.NAME, builtin=True, always=True)
+    info.path = os.path.dirname(guard.__file__)
     info.version, info.distribution = VERSION, PROJECT
 
 
@@ -108,6 +134,7 @@ def load_runtime(
         for ep in (ep for builtin, ep in found if builtin):
             runtime.add_plugin(load(ep, True))
         protect_kodelet(runtime)  # listed with the built-ins, before the rest
+        guard_with_rules(runtime)
     for ep in (ep for builtin, ep in found if not builtin):
         # a disabled plugin is recorded, never imported
         runtime.add_plugin(load(ep, False, disabled=runtime.is_disabled(ep.name)))

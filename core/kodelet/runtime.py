@@ -77,12 +77,14 @@ class Runtime:
         self._closed = False
         self._configured = False
 
-    def add_plugin(self, info: PluginInfo) -> None:
-        """Record a native plugin and register it unless it failed to load or is disabled."""
+    def add_plugin(self, info: PluginInfo, *, always: bool = False) -> None:
+        """Record a native plugin and register it unless it failed to load or is disabled
+        (``always``: no configuration switches it off, for a guard a project's own
+        config.toml must not be able to remove)."""
         self.plugins.append(info)
         if info.error is not None:
             return
-        if self.is_disabled(info.name):
+        if not always and self.is_disabled(info.name):
             info.disabled = True
             return
         try:
@@ -103,10 +105,11 @@ class Runtime:
         return name in self._disabled or not self.config.hook_enabled(name)
 
     def register(
-        self, plugin: Any, name: str | None = None, *, builtin: bool = False
+        self, plugin: Any, name: str | None = None, *, builtin: bool = False, always: bool = False
     ) -> PluginInfo:
         """For plugins built in code rather than installed; one registered after
-        :meth:`configure` ran gets its ``configure`` call at once."""
+        :meth:`configure` ran gets its ``configure`` call at once. ``always``: as for
+        :meth:`add_plugin`."""
         info = PluginInfo(
             name=name or getattr(plugin, "__name__", None) or type(plugin).__name__,
             kind=Source.BUILTIN if builtin else Source.PYTHON,
@@ -114,7 +117,7 @@ class Runtime:
             path=getattr(plugin, "__file__", None),
             plugin=plugin,
         )
-        self.add_plugin(info)
+        self.add_plugin(info, always=always)
         return info
 
     def plugin_source(self, name: str) -> Source:
@@ -235,7 +238,10 @@ def call_order(runtime: Runtime, event: Event) -> list[HookEntry]:
         get = operator.attrgetter(*names) if names else None
         path = next((i.path for i in runtime.plugins if i.name == impl.plugin_name and i.path),
                     getattr(impl.plugin, "__file__", None))  # fmt: skip
-        out.append(_entry(runtime, impl.plugin_name, source, rank, fn, fn, len(names), get, path))
+        # A built-in may say what it holds (``builtin:rules``: the tiers in force).
+        note = getattr(impl.plugin, "listing_note", None) if source is Source.BUILTIN else None
+        out.append(_entry(runtime, impl.plugin_name, source, rank, fn, fn, len(names), get, path,
+                          note=note))  # fmt: skip
     out.sort(key=operator.attrgetter("rank"))  # stable: each rank keeps its own order
     return out
 

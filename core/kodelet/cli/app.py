@@ -22,6 +22,7 @@ from . import (
     hooks_cmd,
     plugins_cmd,
     replay_cmd,
+    rules_cmd,
     schema_cmd,
     verify_cmd,
 )
@@ -87,6 +88,7 @@ app.add_typer(config_cmd.app, name="config")
 claude_run_cmd.register(claude_cmd.app)
 app.add_typer(claude_cmd.app, name="claude")
 app.add_typer(daemon_cmd.app, name="daemon")
+app.add_typer(rules_cmd.app, name="rules")
 app.command("agents")(agents_cmd.agents)
 for _name, _agent_app in agents_cmd.APPS.items():
     app.add_typer(_agent_app, name=_name)
