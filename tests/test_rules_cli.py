@@ -278,3 +278,9 @@ def _hook_rows(project: Path) -> list[dict[str, object]]:
     assert res.returncode == 0, res.stderr
     rows: list[dict[str, object]] = json.loads(res.stdout)
     return rows
+
+
+def test_an_agents_status_names_the_rules_in_force(project: Path) -> None:
+    rules_file(Path(os.environ["KODELET_MANAGED_DIR"]), NO_FORCE_PUSH)
+    res = kodelet(project, "codex", "status")
+    assert "builtin:rules (builtin): rules in force: managed 2" in res.stdout, res.stdout

@@ -214,6 +214,9 @@ def failure_lines(on_failure: str, config_error: str | None) -> list[str]:
     return lines
 
 
+RULES = "builtin:rules"  # kodelet.rules.guard.NAME, without importing the rules
+
+
 def hook_lines(agent: str, rows: list[dict[str, Any]]) -> list[str]:
     """The kodelet hooks that run inside ``agent``, in order, as ``status`` lists them,
     saying which fail open (a failure of theirs lets the call through)."""
@@ -221,7 +224,9 @@ def hook_lines(agent: str, rows: list[dict[str, Any]]) -> list[str]:
     lines = [head]
     for r in rows:
         opens = " fails open: a failure lets the call through" if r["on_failure"] == "allow" else ""
-        lines.append(f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']}){opens}")
+        # builtin:rules says which tiers are in force (managed ones included)
+        held = f": {r['reason']}" if r["name"] == RULES and r.get("reason") else ""
+        lines.append(f"  {r['event']:18} {r['order']}. {r['name']} ({r['kind']}){held}{opens}")
     return lines
 
 

@@ -13,7 +13,6 @@ which no allow rule lifts.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,12 +24,13 @@ from .ruleset import SEVERITY, TIERS, RuleFile, RuleFileError, parse
 
 if TYPE_CHECKING:
     from .facts import Facts
+    from .shell import Parser
 
 __all__ = ["UNKNOWN", "Engine", "Layer", "Match", "Verdict", "recommended_text"]
 
 UNKNOWN = "builtin:unknown-command"
 CACHE_SIZE = 512
-"""Calls whose facts an engine keeps, by their exact input and folders."""
+"""Command texts whose parse an engine keeps."""
 
 
 def recommended_text() -> str:
@@ -132,7 +132,7 @@ class Engine:
             )
         self.unknown_source = "builtin" if setter is None else setter.label
         self.active = any(m for _, m in self._matchers) or setter is not None
-        self._facts: OrderedDict[tuple[Any, ...], Facts] = OrderedDict()
+        self._parser: Parser | None = None
 
     def rule_count(self) -> dict[str, int]:
         """Rules in force per tier label, strongest first (what ``hooks list`` says)."""
@@ -164,9 +164,14 @@ class Engine:
         home: str,
         kodelet_home: str = "",
     ) -> Facts:
-        """The facts of one call; parses are kept by command text (:mod:`.facts`)."""
+        """The facts of one call. Parses are kept by command text (the engine's own
+        :class:`~kodelet.rules.shell.Parser`); paths are resolved afresh every call, as
+        a symlink made since must count."""
         from .facts import derive
+        from .shell import Parser
 
+        if self._parser is None:
+            self._parser = Parser(CACHE_SIZE)
         return derive(
             tool_name,
             tool_input,
@@ -174,6 +179,7 @@ class Engine:
             project=project,
             home=home,
             kodelet_home=kodelet_home or f"{home.rstrip('/')}/.kodelet",
+            parser=self._parser,
         )
 
     def judge(self, facts: Facts) -> Verdict:

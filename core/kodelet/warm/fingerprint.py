@@ -32,6 +32,7 @@ from pathlib import Path
 import attrs
 
 from ..places import CACHE, Places
+from ..rule_files import RULES_FILE, managed_dir
 
 __all__ = ["Fingerprint", "files", "fingerprint", "written_since"]
 
@@ -190,6 +191,7 @@ def fingerprint(
         Path(home) / ".claude" / "settings.json",
     ):
         taker.stat(str(settings))
+    taker.stat(str(managed_dir(env) / RULES_FILE))  # the machine's rules (the roots hold the rest)
     for entry in sys.path:
         if entry and os.path.isdir(entry):
             taker.stat(entry)
