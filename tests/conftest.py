@@ -1,7 +1,8 @@
 """Every test runs with HOME, KODELET_HOME and KODELET_MANAGED_DIR in temp dirs: the real
-~/.kodelet and /etc/kodelet are never touched. Warm kodelets are off unless a test turns them on, and any a test started (in
-its own runtime directory) is stopped when it ends: nothing is left running, and the
-session fails, naming them, if a test left any process of its own behind."""
+~/.kodelet and /etc/kodelet are never touched. Warm kodelets are off unless a test turns
+them on, and any a test started (in its own runtime directory) is stopped when it ends:
+nothing is left running, and the session fails, naming them, if a test left any process
+of its own behind."""
 
 from __future__ import annotations
 
