@@ -135,8 +135,11 @@ def test_list_shows_every_rule_with_its_source_and_marks_managed_and_disabled(
     assert rows[("managed", "machine-dotfiles")]["status"] == "active"
     assert rows[("user", "mine")]["status"] == "active"  # the project cannot disable it
     assert rows[("project", "no-force-push")]["decision"] == "deny"
+    ignored = json.loads(res.stdout)["ignored_disables"]
+    assert {"by": "project", "rule": "mine", "held_by": "user"} in ignored
     text = kodelet(project, "rules", "list").stdout
     assert "active (managed: no user or project file lifts it)" in text
+    assert "note: project disables 'mine', which user holds" in text
     assert f"project  {project / '.kodelet' / 'rules.toml'}" in text
 
 
@@ -284,3 +287,34 @@ def test_an_agents_status_names_the_rules_in_force(project: Path) -> None:
     rules_file(Path(os.environ["KODELET_MANAGED_DIR"]), NO_FORCE_PUSH)
     res = kodelet(project, "codex", "status")
     assert "builtin:rules (builtin): rules in force: managed 2" in res.stdout, res.stdout
+
+
+def test_the_warm_kodelet_sees_a_managed_rule_file_written_after_it_started(
+    project: Path,
+) -> None:
+    from tests.kit.warm import warm_env
+
+    payload = json.dumps({"tool_name": "bash", "tool_input": {"command": "git push -f"}})
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kodelet", "--cwd", str(project), "hooks", "run",
+             "before_tool_call", "-p", "-", "--daemon"],
+            input=payload, capture_output=True, text=True, env=warm_env(), timeout=120,
+        )  # fmt: skip
+
+    before = run()
+    assert before.returncode == 0, before.stderr
+    assert json.loads(before.stdout)["blocked"] is False
+    rules_file(Path(os.environ["KODELET_MANAGED_DIR"]), NO_FORCE_PUSH)
+    after = run()
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["reason"].startswith("kodelet rule no-force-push (managed)")
+
+
+def test_explain_names_the_unknown_command_rule(project: Path) -> None:
+    rules_file(project / ".kodelet", NO_FORCE_PUSH.replace('"ask"  #', '"deny"  #'))
+    res = kodelet(project, "rules", "explain", "$CMD -rf /")
+    assert "(decided at run time)" in res.stdout
+    assert "deny  builtin:unknown-command" in res.stdout
+    assert "decided: deny by builtin:unknown-command (project)" in res.stdout

@@ -569,3 +569,11 @@ def test_without_rule_files_nothing_of_the_rules_is_imported(tmp_path: Path, pro
     modules, plugins = json.loads(out.stdout)
     assert "builtin:rules" in plugins
     assert "celpy" not in modules  # no condition: CEL is never imported
+
+
+def test_a_run_time_program_is_asked_about_in_the_runtime(project: Path) -> None:
+    _write_rules(project / ".kodelet", DENY_ALL_WRITES)
+    result = _call(project, "bash", command="X=$(cat cmd.txt); $X -rf ~")
+    assert result.ask
+    assert result.reason.startswith(f"kodelet rule {UNKNOWN} (builtin): ")
+    assert _call(project, "bash", command="ls -la").blocked is False

@@ -148,7 +148,9 @@ def enable(
     name: str = typer.Argument(..., metavar="RULESET", help="The rule set: recommended."),
     scope: Scope = SCOPE,
 ) -> None:
-    """Turn a shipped rule set on (adds it to `use` in rules.toml, creating the file)."""
+    """Turn a shipped rule set on.
+
+    Adds it to `use` in rules.toml (created when missing; comments are kept)."""
     _edit_use(ctx, name, scope, True)
 
 
@@ -158,7 +160,9 @@ def disable(
     name: str = typer.Argument(..., metavar="RULESET", help="The rule set: recommended."),
     scope: Scope = SCOPE,
 ) -> None:
-    """Turn a shipped rule set off again (removes it from `use`; comments are kept)."""
+    """Turn a shipped rule set off.
+
+    Removes it from `use` in rules.toml (comments are kept)."""
     _edit_use(ctx, name, scope, False)
 
 
@@ -194,8 +198,10 @@ def _load(ctx: typer.Context, paths: list[Path] | None = None) -> tuple[list[Rul
 
 @app.command("list")
 def list_rules(ctx: typer.Context, as_json: bool = JSON) -> None:
-    """Every rule in force here, strongest tier first, with its source (managed, user,
-    project, recommended) and whether a stronger tier's `disable` switched it off."""
+    """Show every rule in force here, with its source.
+
+    Strongest tier first: managed, user, recommended@user, project, recommended@project;
+    managed rules are marked, and rules a stronger tier's `disable` switched off."""
     files, engine = _load(ctx)
     rows = []
     for layer in engine.layers:
@@ -212,7 +218,15 @@ def list_rules(ctx: typer.Context, as_json: bool = JSON) -> None:
             )
     on_unknown = {"decision": engine.on_unknown, "source": engine.unknown_source}
     if as_json:
-        print_json({"rules": rows, "on_unknown": on_unknown, "files": [f.origin for f in files]})
+        ignored = [{"by": by, "rule": name, "held_by": held} for by, name, held in engine.ignored]
+        print_json(
+            {
+                "rules": rows,
+                "on_unknown": on_unknown,
+                "files": [f.origin for f in files],
+                "ignored_disables": ignored,
+            }
+        )
         return
     if not files:
         looked = ", ".join(str(rule_files.path_for(t, _places(ctx), os.environ)) for t in TIERS)
@@ -234,6 +248,11 @@ def list_rules(ctx: typer.Context, as_json: bool = JSON) -> None:
     typer.echo("")
     for f in files:
         typer.echo(f"{f.tier:8} {f.origin}")
+    for by, name, held in engine.ignored:
+        typer.echo(
+            f"note: {by} disables {name!r}, which {held} holds: only rules of weaker tiers "
+            "can be disabled, so it stays in force"
+        )
     typer.echo(
         f"unknown commands ($VAR as the program, unparseable): {engine.on_unknown} "
         f"({'default' if engine.unknown_source == 'builtin' else engine.unknown_source})"
@@ -303,8 +322,10 @@ def explain(
     ),
     as_json: bool = JSON,
 ) -> None:
-    """How the rules read one call: the parse, the facts, every rule that matches and
-    which one decides. A false positive is one command away from understood."""
+    """Show how the rules judge one call.
+
+    Prints the parse, the facts, every rule that matches and which one decides: a false
+    positive is one command away from understood."""
     tool, tool_input, given_cwd = _call(command, payload)
     _, engine = _load(ctx)
     project = state(ctx).cwd
@@ -351,6 +372,8 @@ def _command_lines(i: int, c: Command) -> list[str]:
 
 
 def _explain_lines(verdict: Verdict, tool: str, tool_input: Any) -> list[str]:
+    from ..rules.engine import UNKNOWN
+
     f: Facts = verdict.facts
     shown = tool_input.get("command") if tool == "bash" else json.dumps(tool_input)
     lines = [f"call: {tool} {shown}", f"cwd: {f.cwd}   project: {f.project}", f"kind: {f.kind}"]
@@ -369,8 +392,10 @@ def _explain_lines(verdict: Verdict, tool: str, tool_input: Any) -> list[str]:
     lines.append("rules that match:" if verdict.matches else "rules that match: none")
     for m in verdict.matches:
         lifted = f" (lifted by {m.suppressed_by})" if m.suppressed_by else ""
-        origin = f" [{m.layer.file.origin}]" if m.layer.file.origin else ""
-        lines.append(f"  {m.decision:5} {m.layer.label}:{m.name}{lifted}{origin}")
+        where = m.layer.file.origin
+        origin = f" [{where}]" if where.startswith("/") and m.name != UNKNOWN else ""
+        name = m.name if m.name == UNKNOWN else f"{m.layer.label}:{m.name}"
+        lines.append(f"  {m.decision:5} {name}{lifted}{origin}")
     if verdict.decision == "none":
         lines.append("decided: nothing (no rule decides; the agent's own permissions apply)")
     else:
@@ -392,8 +417,10 @@ def test(
     ),
     as_json: bool = JSON,
 ) -> None:
-    """Run the [[tests]] cases of the active rule files (or of FILE...): exit 1 when a
-    case gets another decision than it expects, 2 when a file is bad. For a team's CI."""
+    """Run the rule files' [[tests]] cases.
+
+    The cases of the rule files in force here (or of FILE..., read alone). Exit 1 when a
+    case gets another decision than it expects, 2 when a file is bad: for a team's CI."""
     parsed, engine = _load(ctx, files or None)
     project = state(ctx).cwd
     results = []

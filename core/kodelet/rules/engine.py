@@ -118,6 +118,15 @@ class Engine:
                 else:
                     kept.append(Matcher(rule))
             self._matchers.append((layer, kept))
+        self.ignored: list[tuple[str, str, str]] = [
+            (layer.label, name, holder.label)
+            for layer in self.layers
+            for name in layer.file.disable
+            for holder in self.layers
+            if holder.rank <= layer.rank and any(r.name == name for r in holder.file.rules)
+        ]
+        """(tier, rule name, tier holding it) of each ``disable`` that reaches no weaker
+        tier's rule: a project naming the user's rules, say."""
         setter = next((la for la in self.layers if la.file.on_unknown), None)
         self.on_unknown = setter.file.on_unknown if setter is not None else "ask"
         self.unknown_layer: Layer | None = None
