@@ -64,6 +64,15 @@ def answer_lost(argv: list[str], raw: bytes, problem: str) -> int:
     return code
 
 
+def lost_here(problem: str, argv: list[str]) -> int:
+    """``claude lost PROBLEM claude hook [options]``: the native client (``kodelet-hook``)
+    hands over a call the warm kodelet took and lost, with its input, to be answered as
+    :func:`answer_lost` does. It never runs the call's hooks, so a forged one only blocks."""
+    raw = sys.stdin.buffer.read(protocol.INPUT_CAP + 1)
+    note(problem)
+    return answer_lost(argv[2:] if argv[:2] == ["claude", "hook"] else argv, raw, problem)
+
+
 def note(text: str) -> None:
     os.write(2, f"kodelet: warm: {text}\n".encode("utf-8", "replace"))
 
@@ -177,6 +186,8 @@ def main(argv: list[str]) -> int:
     if argv[:2] == ["claude", "ensure"]:
         scope = argv[argv.index("--scope") + 1] if "--scope" in argv[2:-1] else "local"
         return ensure(os.environ, scope=scope)
+    if argv[:2] == ["claude", "lost"] and len(argv) > 2:
+        return lost_here(argv[2], argv[3:])
     args = argv[2:] if argv[:2] == ["claude", "hook"] else argv
     if any(a in ("-h", "--help") for a in args):
         return answer_here(args, b"")

@@ -1,0 +1,91 @@
+"""kodelet's build: pyproject.toml holds the metadata; this adds the ``kodelet-hook``
+program, the native client of the warm kodelet (core/kodelet/warm/native/), compiled
+with the C compiler found (``$CC``, else ``cc``). Where none is, or it fails,
+``kodelet-hook`` is the lean Python client under the same name, so the command the
+installers write always exists; ``kodelet daemon status`` says which one is there."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+from setuptools import setup
+from setuptools.dist import Distribution
+
+build_scripts = Distribution().get_command_class("build_scripts")
+
+
+def compiler() -> str | None:
+    """The C compiler to build the native client with; None: the Python client."""
+    if os.environ.get("KODELET_NATIVE_CLIENT", "") in ("0", "no", "off"):
+        return None
+    chosen = os.environ.get("CC") or "cc"
+    return chosen if shutil.which(chosen.split()[0]) else None
+
+
+class KodeletDistribution(Distribution):
+    """A wheel holding the native client is this platform's (and this Python's: the
+    package is looked for in its site-packages), never a ``py3-none-any`` one that
+    another platform's pip would install with a program it cannot run."""
+
+    def has_ext_modules(self) -> bool:
+        return compiler() is not None
+
+
+NATIVE = os.path.join("core", "kodelet", "warm", "native")
+SOURCE = os.path.join(NATIVE, "kodelet_hook.c")
+SCRIPT = os.path.join(NATIVE, "kodelet-hook")
+
+
+def c_string(text: str) -> str | None:
+    """``text`` as a C string literal; None when it holds what no define can carry."""
+    if any(ch in text for ch in "\n\r\0"):
+        return None
+    return json.dumps(text, ensure_ascii=False)
+
+
+class BuildNativeClient(build_scripts):
+    """build_scripts, then the native client over the Python one where it compiles. An
+    editable install runs the package of the source tree, so its path is compiled in;
+    any other looks for the package from where the program is installed."""
+
+    editable_mode = False  # set by setuptools' editable_wheel
+
+    def run(self) -> None:
+        super().run()
+        cc = compiler()
+        if cc is None:
+            print("kodelet-hook: no C compiler (or KODELET_NATIVE_CLIENT=0): the Python client")
+            return
+        if self.editable_mode:
+            package = os.path.abspath(os.path.join("core", "kodelet"))
+        else:
+            purelib, scripts = sysconfig.get_path("purelib"), sysconfig.get_path("scripts")
+            package = os.path.join(os.path.relpath(purelib, scripts), "kodelet")
+        defines = {"KODELET_PACKAGE": c_string(package), "KODELET_PYTHON": c_string(sys.executable)}
+        if None in defines.values():
+            print("kodelet-hook: a path cannot be compiled in: the Python client is installed")
+            return
+        target = os.path.join(self.build_dir, "kodelet-hook")
+        partial = target + ".native"
+        argv = [*cc.split(), "-O2", "-std=c99", "-o", partial, SOURCE]
+        argv += [f"-D{name}={value}" for name, value in defines.items()]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(f"kodelet-hook: {cc} failed: the Python client is installed")
+            print(done.stderr)
+            return
+        os.chmod(partial, 0o755)
+        os.replace(partial, target)
+        print(f"kodelet-hook: the native client, built with {cc}")
+
+
+setup(
+    scripts=[SCRIPT],
+    cmdclass={"build_scripts": BuildNativeClient},
+    distclass=KodeletDistribution,
+)
