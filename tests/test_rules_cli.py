@@ -148,6 +148,9 @@ def test_list_says_where_it_looked_when_there_are_no_rules(project: Path) -> Non
     assert res.returncode == 0
     assert "no rule files here" in res.stdout
     assert "kodelet rules enable recommended" in res.stdout
+    explained = kodelet(project, "rules", "explain", "rm -rf ~")
+    assert "decided: nothing" in explained.stdout
+    assert "no rule files here, so no rule is in force" in explained.stdout
 
 
 def test_a_bad_rule_file_is_exit_2_with_one_line(project: Path) -> None:

@@ -577,3 +577,15 @@ def test_a_run_time_program_is_asked_about_in_the_runtime(project: Path) -> None
     assert result.ask
     assert result.reason.startswith(f"kodelet rule {UNKNOWN} (builtin): ")
     assert _call(project, "bash", command="ls -la").blocked is False
+
+
+def test_the_rules_stay_with_no_hooks(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_rules(project / ".kodelet", DENY_ALL_WRITES)
+    monkeypatch.setenv("KODELET_NO_HOOKS", "1")
+    payload = BeforeToolCallPayload(
+        conv_id="c", cwd=str(project), tool_name="file_write",
+        tool_input={"file_path": str(project / "x"), "text": "x"},
+    )  # fmt: skip
+    with load_runtime(cwd=project) as rt:
+        assert rt.no_hooks
+        assert rt.dispatch(payload).result.reason.startswith("kodelet rule no-writes (project)")

@@ -327,7 +327,7 @@ def explain(
     Prints the parse, the facts, every rule that matches and which one decides: a false
     positive is one command away from understood."""
     tool, tool_input, given_cwd = _call(command, payload)
-    _, engine = _load(ctx)
+    files, engine = _load(ctx)
     project = state(ctx).cwd
     verdict = _judge(engine, project, tool, tool_input, cwd or given_cwd)
     if as_json:
@@ -345,7 +345,13 @@ def explain(
             }
         )
         return
-    typer.echo("\n".join(printable(line) for line in _explain_lines(verdict, tool, tool_input)))
+    lines = _explain_lines(verdict, tool, tool_input)
+    if not files:
+        lines.append(
+            "(no rule files here, so no rule is in force; "
+            "`kodelet rules enable recommended` turns the recommended rules on)"
+        )
+    typer.echo("\n".join(printable(line) for line in lines))
 
 
 def _path_text(p: PathFact) -> str:
