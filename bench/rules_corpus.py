@@ -240,13 +240,17 @@ PROJECT_FILES = (
 )
 
 
+CONTENT = {".toml": "", ".json": "{}\n"}
+"""What the made-up files hold: kodelet reads its own config and settings files."""
+
+
 def make_layout(root: Path) -> Layout:
     home = root / "home"
     project = home / "src" / "app"
     for base, names in ((home, HOME_FILES), (project, PROJECT_FILES)):
         for name in names:
             (base / name).parent.mkdir(parents=True, exist_ok=True)
-            (base / name).write_text("x\n")
+            (base / name).write_text(CONTENT.get(Path(name).suffix, "x\n"))
     (project / ".kodelet" / "rules.toml").write_text('use = ["recommended"]\n')
     (project / "homelink").symlink_to(home)
     subprocess.run(["git", "init", "-q", str(project)], check=True)

@@ -134,8 +134,9 @@ def test_the_cli_agrees_with_the_engine_on_a_sample(tmp_path: Path) -> None:
     pytest.importorskip("kodelet.rules.engine")  # until the engine lands
     cases = rc.load()
     layout = rc.make_layout(tmp_path)
-    sample = [c for c in cases if c.id in {"delete-002", "git-history-014", "clean-001"}]
-    sample += [c for c in cases if c.id in {"write-outside-001", "read-search-033"}]
+    by_id = {c.id: c for c in cases}
+    ids = ("delete-002", "git-history-014", "clean-001", "write-outside-001", "read-search-033")
+    sample = [by_id[i] for i in ids]
     through_cli = rc.kodelet_cli(layout, sample)
     through_engine = rc.kodelet_guard(layout)(sample)
     assert [j.decision for j in through_cli] == [j.decision for j in through_engine]
