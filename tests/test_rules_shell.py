@@ -412,10 +412,27 @@ def test_deep_nesting_is_bounded(places: dict[str, str]) -> None:
     assert "nested" in facts.parse_error
 
 
+@pytest.mark.parametrize("wrapper", ["sudo ", "xargs ", "env ", "timeout 5 ", "nice "])
+def test_wrapper_chains_are_bounded(wrapper: str, places: dict[str, str]) -> None:
+    facts = shell(wrapper * 3000 + "rm -rf /", places)
+    assert "wrappers" in facts.parse_error
+    assert facts.dynamic
+
+
+def test_a_long_chain_of_cd_leaves_the_folder_unknown(places: dict[str, str]) -> None:
+    facts = shell("cd src && " * 40 + "rm -rf x", places)
+    assert only(facts, "rm").writes[0].zone == "unknown"
+    facts = shell("cd src && cd .. && rm -rf x", places)
+    assert only(facts, "rm").writes[0].zone == "project"
+
+
 def test_many_commands_are_bounded(places: dict[str, str]) -> None:
-    facts = shell("true;" * 5000, places)
-    assert facts.parse_error
-    assert len(facts.commands) <= 2000
+    for text in ("true;" * 5000, "a | " * 5000 + "b", "find . " + "-exec rm {} \\; " * 3000):
+        facts = shell(text, places)
+        assert facts.parse_error
+        assert len(facts.commands) <= 2000
+    facts = shell("echo " + "x " * 25000, places)
+    assert "too large" in facts.parse_error
 
 
 def test_the_parser_caches_by_text(places: dict[str, str]) -> None:

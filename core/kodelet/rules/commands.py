@@ -27,6 +27,8 @@ import attrs
 from .words import DYN, Word, join, lit
 
 MAX_PY_CODE = 16 * 1024
+MAX_HOPS = 16
+"""Wrappers unwrapped around one command (``sudo sudo sudo ...`` past this is unknown)."""
 FORK_BOMB = "(fork-bomb)"
 
 
@@ -50,6 +52,7 @@ class Simple:
     upstream: tuple[int, ...] = ()  # commands piped into this one (indices)
     inner: tuple[int, ...] = ()  # commands in its $(...), <(...), here-docs
     cds: tuple[Word, ...] = ()  # cd targets in effect, in order
+    hops: int = 0  # wrappers unwrapped to reach it (sudo env timeout ...)
 
 
 @attrs.frozen
@@ -460,10 +463,7 @@ class _Cmd:
                 self.reads.append(r.target)
             if r.op != "<":
                 self.writes.append(r.target)
-        paths = [*self.paths]
-        for w in (*self.writes, *self.reads):
-            if w not in paths:
-                paths.append(w)
+        paths = list(dict.fromkeys((*self.paths, *self.writes, *self.reads)))
         raw = Raw(
             program=self.program,
             dynamic=self.dynamic,
@@ -471,8 +471,8 @@ class _Cmd:
             flags=frozenset(self.flags),
             args=tuple(self.args),
             paths=tuple(paths),
-            writes=tuple(self.writes),
-            reads=tuple(self.reads),
+            writes=tuple(dict.fromkeys(self.writes)),
+            reads=tuple(dict.fromkeys(self.reads)),
             via=tuple(self.via),
             upstream=self.simple.upstream,
             inner=(*self.simple.inner, *self.inner),
@@ -504,6 +504,7 @@ class _Cmd:
             via=(*self.via, via),
             cds=tuple(self.cds),
             redirects=self.simple.redirects,
+            hops=self.simple.hops + 1,
         )
         return run(simple, self.walker, self.depth)
 
@@ -532,6 +533,11 @@ def run(simple: Simple, walker: Walker, depth: int) -> list[int]:
     words = list(simple.words)
     if not words:
         cmd = _Cmd(simple, walker, depth, ":", list(simple.via), list(simple.cds), [])
+        return cmd.emit()
+    if simple.hops > MAX_HOPS:
+        walker.fail(f"more than {MAX_HOPS} wrappers around one command")
+        cmd = _Cmd(simple, walker, depth, "", list(simple.via), list(simple.cds), [])
+        cmd.dynamic = True
         return cmd.emit()
     head = words[0]
     name = head.literal
@@ -591,9 +597,7 @@ def _generic(cmd: _Cmd, spec: Spec | None = None) -> Opts:
 
 def _all_paths(cmd: _Cmd, opts: Opts, skip_first: bool = False) -> list[Word]:
     ops = opts.operands[1:] if skip_first else opts.operands
-    for w in ops:
-        if w not in cmd.paths:
-            cmd.paths.append(w)
+    cmd.paths.extend(ops)
     return list(ops)
 
 
@@ -608,7 +612,7 @@ def _reads_all(cmd: _Cmd) -> None:
     opts = _generic(cmd)
     skip = cmd.program in READS_AFTER_FIRST and not opts.value("regexp", "file", "e", "f")
     cmd.reads.extend(_all_paths(cmd, opts, skip))
-    cmd.reads.extend(w for w in opts.value("file", "from-file", "f") if w not in cmd.reads)
+    cmd.reads.extend(opts.value("file", "from-file", "f"))
 
 
 def _chmod(cmd: _Cmd) -> None:
@@ -633,7 +637,7 @@ def _copy(cmd: _Cmd) -> None:
     opts = _generic(cmd)
     ops = _all_paths(cmd, opts)
     target = opts.value("target-directory")
-    cmd.paths.extend(w for w in target if w not in cmd.paths)
+    cmd.paths.extend(target)
     if target:
         dest, srcs = target, ops
     else:
@@ -671,9 +675,7 @@ def _transfer(cmd: _Cmd) -> None:
     opts = _generic(cmd)
     ops = list(opts.operands)
     local = [w for w in ops if not _remote(w)]
-    for w in local:
-        if w not in cmd.paths:
-            cmd.paths.append(w)
+    cmd.paths.extend(local)
     if ops:
         dest, srcs = ops[-1], ops[:-1]
         if not _remote(dest):
@@ -731,9 +733,7 @@ def _sed(cmd: _Cmd) -> None:
     opts = _generic(cmd)
     scripted = bool(opts.value("expression", "file"))
     ops = opts.operands if scripted else opts.operands[1:]
-    for w in ops:
-        if w not in cmd.paths:
-            cmd.paths.append(w)
+    cmd.paths.extend(ops)
     cmd.reads.extend(ops)
     if in_place or cmd.program == "perl":
         cmd.flags.add("in-place")
@@ -759,9 +759,7 @@ def _curl(cmd: _Cmd) -> None:
             cmd.writes.append(w)
     if opts.flags & {"remote-name", "remote-name-all"}:
         cmd.writes.extend(_url_names(opts.operands))
-    for w in (*cmd.reads, *cmd.writes):
-        if w not in cmd.paths:
-            cmd.paths.append(w)
+    cmd.paths.extend((*cmd.reads, *cmd.writes))
 
 
 def _url_names(words: Sequence[Word]) -> list[Word]:
@@ -789,9 +787,7 @@ def _wget(cmd: _Cmd) -> None:
             cmd.writes.append(w)
     if not opts.value("output-document", "directory-prefix"):
         cmd.writes.extend(_url_names(opts.operands))
-    for w in (*cmd.reads, *cmd.writes):
-        if w not in cmd.paths:
-            cmd.paths.append(w)
+    cmd.paths.extend((*cmd.reads, *cmd.writes))
 
 
 def _tar(cmd: _Cmd) -> None:
@@ -802,7 +798,7 @@ def _tar(cmd: _Cmd) -> None:
     opts = _generic(cmd)
     archive = opts.value("file")
     ops = _all_paths(cmd, opts)
-    cmd.paths.extend(w for w in archive if w not in cmd.paths)
+    cmd.paths.extend(archive)
     if "create" in opts.flags or "append" in opts.flags or "update" in opts.flags:
         cmd.writes.extend(w for w in archive if w.literal not in NULL_DEVICES)
         cmd.reads.extend(ops)
@@ -1277,9 +1273,7 @@ def _inline(cmd: _Cmd) -> list[int] | None:
         cmd.paths.append(opts.operands[0])
     elif not code:
         cmd.code_from_stdin = True
-    for w in cmd.writes:
-        if w not in cmd.paths:
-            cmd.paths.append(w)
+    cmd.paths.extend(cmd.writes)
     out: list[int] = []
     if code and code[0].literal is not None and _perl_forks(code[0].literal):
         idx = cmd.walker.emit(Raw(program=FORK_BOMB, via=(*cmd.via, f"{cmd.program} -e"),

@@ -198,6 +198,7 @@ def _shell(facts: Facts, text: str, parser: Parser, places: Places) -> Facts:
     home = facts.home
     out: list[Command] = []
     seen: dict[tuple[Word, str | None], PathFact] = {}
+    piped: list[tuple[str, ...]] = []  # per command: programs piped into it, transitively
     for raw in raws:
         where = cwd_after(raw.cds, facts.cwd, home)
 
@@ -210,7 +211,16 @@ def _shell(facts: Facts, text: str, parser: Parser, places: Places) -> Facts:
                 found.append(fact)
             return tuple(found)
 
-        stdin_from = tuple(dict.fromkeys(raws[i].program for i in raw.upstream if raws[i].program))
+        stdin_from = tuple(
+            dict.fromkeys(
+                p
+                for i in raw.upstream
+                if 0 <= i < len(piped)
+                for p in (*piped[i], raws[i].program)
+                if p
+            )
+        )[-MAX_FEED:]
+        piped.append(stdin_from)
         out.append(
             Command(
                 program=raw.program,
@@ -318,9 +328,9 @@ def _flows(raws: Sequence[cmds.Raw], out: Sequence[Command], home: str) -> tuple
     downloaded: dict[str, str] = {}  # path a network program saved -> that program
     for i, c in enumerate(out):
         raw = raws[i]
-        feeding = _closure(raws, (*raw.upstream, *raw.inner))
         network = _network(c, raw)
         if network:
+            feeding = _closure(raws, (*raw.upstream, *raw.inner))
             for src in _sources(c, raw, home):
                 flows.append(Flow(src, c.program))
             for j in feeding:
@@ -344,17 +354,23 @@ def _flows(raws: Sequence[cmds.Raw], out: Sequence[Command], home: str) -> tuple
     return tuple(dict.fromkeys(flows))
 
 
-def _closure(raws: Sequence[cmds.Raw], start: Sequence[int]) -> list[int]:
-    """``start`` and every command feeding them (their pipes and substitutions)."""
+def _closure(raws: Sequence[cmds.Raw], start: Sequence[int], inner: bool = True) -> list[int]:
+    """``start`` and every command feeding them (their pipes and, with ``inner``, their
+    substitutions), at most :data:`MAX_FEED` of them."""
     seen: set[int] = set()
     stack = [i for i in start if 0 <= i < len(raws)]
-    while stack and len(seen) < 4096:
+    while stack and len(seen) < MAX_FEED:
         i = stack.pop()
         if i in seen:
             continue
         seen.add(i)
-        stack.extend(j for j in (*raws[i].upstream, *raws[i].inner) if 0 <= j < len(raws))
+        more = (*raws[i].upstream, *raws[i].inner) if inner else raws[i].upstream
+        stack.extend(j for j in more if 0 <= j < len(raws) and j not in seen)
     return sorted(seen)
+
+
+MAX_FEED = 64
+"""Commands followed back from one command (a longer pipe is judged by its last 64)."""
 
 
 __all__ = [

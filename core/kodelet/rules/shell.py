@@ -36,6 +36,8 @@ MAX_TEXT = 64 * 1024
 MAX_DEPTH = 6
 MAX_NEST = 120
 MAX_COMMANDS = 2000
+MAX_CDS = 16
+MAX_STEPS = 20_000  # syntax nodes looked at, over all nested parses
 
 _WORDISH = frozenset({
     "word", "string", "raw_string", "concatenation", "simple_expansion", "expansion",
@@ -134,6 +136,7 @@ class Walk:
         self.commands: list[Raw] = []
         self.error = ""
         self._extra: dict[int, list[Any]] = {}  # redirects the grammar hung on a list
+        self.steps = 0
 
     # -- entry points used by .commands -------------------------------------------------
     def emit(self, raw: Raw) -> int:
@@ -169,6 +172,13 @@ class Walk:
     def walk(self, node: Any, ctx: _Ctx) -> list[int]:
         if ctx.nest > MAX_NEST:
             self.fail("command nested too deep to judge")
+            return []
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            self.fail(f"command too large to judge (over {MAX_STEPS} parts)")
+            return []
+        if len(self.commands) >= MAX_COMMANDS:
+            self.fail(f"more than {MAX_COMMANDS} commands")
             return []
         kind = node.type
         if kind == "ERROR" or node.is_missing:
@@ -216,17 +226,19 @@ class Walk:
         return out
 
     def pipeline(self, node: Any, ctx: _Ctx, upstream: tuple[int, ...] | None = None) -> list[int]:
+        """Each stage's stdin is the stage before it (``upstream`` holds that stage's
+        commands; facts follow the chain for what reaches a stage transitively)."""
         out: list[int] = []
-        before = list(ctx.upstream if upstream is None else upstream)
+        before = ctx.upstream if upstream is None else upstream
         first = upstream is None
         for child in node.children:
             if not child.is_named:
                 continue
             via = ctx.via if first else (*ctx.via, "pipe")
-            stage = attrs.evolve(ctx, st=ctx.st.copy(), via=via, upstream=tuple(before))
+            stage = attrs.evolve(ctx, st=ctx.st.copy(), via=via, upstream=before)
             got = self.walk(child, stage)
             out.extend(got)
-            before.extend(got)
+            before = tuple(got) or before
             first = False
         return out
 
@@ -264,7 +276,7 @@ class Walk:
                         "|&",
                     )
                 ):
-                    out.extend(self.pipeline(tail, ctx, upstream=(*ctx.upstream, *out)))
+                    out.extend(self.pipeline(tail, ctx, upstream=tuple(out) or ctx.upstream))
                 else:
                     out.extend(self.walk(tail, ctx))
         return out
@@ -374,7 +386,10 @@ class Walk:
         )
         got = commands.run(simple, self, ctx.depth)
         if words and words[0].literal in ("cd", "pushd"):
-            ctx.st.cds = (*ctx.st.cds, words[1] if len(words) > 1 else Word((("tilde", ""),)))
+            target = words[1] if len(words) > 1 else Word((("tilde", ""),))
+            # Past MAX_CDS changes of folder the folder is taken as unknown.
+            cds = (*ctx.st.cds, target) if len(ctx.st.cds) < MAX_CDS else (Word((("dyn", ""),)),)
+            ctx.st.cds = cds
         return got
 
     def redirect(
@@ -432,6 +447,11 @@ class Walk:
     def _parts(
         self, node: Any, ctx: _Ctx, inner: list[int], out: list[Part], quoted: bool, first: bool
     ) -> bool:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            self.fail(f"command too large to judge (over {MAX_STEPS} parts)")
+            out.append(("dyn", ""))
+            return False
         kind = node.type
         glob = False
         if kind == "word" or kind == "number" or (kind == "brace_expression"):
