@@ -589,3 +589,47 @@ def test_the_rules_stay_with_no_hooks(project: Path, monkeypatch: pytest.MonkeyP
     with load_runtime(cwd=project) as rt:
         assert rt.no_hooks
         assert rt.dispatch(payload).result.reason.startswith("kodelet rule no-writes (project)")
+
+
+BAD_CEL = """
+[[rules]]
+name = "bad-when"
+decision = "deny"
+reason = "r"
+program = ["git"]
+when = 'cmd.program =='
+"""
+
+
+def test_a_condition_that_does_not_compile_blocks_from_the_first_call_reaching_it(
+    project: Path,
+) -> None:
+    f = _write_rules(project / ".kodelet", BAD_CEL)
+    payloads = [
+        BeforeToolCallPayload(
+            conv_id="c", cwd=str(project), tool_name="bash", tool_input={"command": command}
+        )
+        for command in ("ls", "git status", "ls")
+    ]
+    with load_runtime(cwd=project, entry_points=False) as rt:
+        first, second, third = (rt.dispatch(p).result for p in payloads)
+    assert not first.blocked  # no rule for `ls` has a condition to compile
+    assert second.blocked and third.blocked
+    assert f"{f}: rule 'bad-when': when is not a CEL expression" in second.reason
+    assert third.reason == second.reason
+
+
+def test_a_call_reaching_no_condition_does_not_import_cel(project: Path) -> None:
+    _write_rules(project / ".kodelet", 'use = ["recommended"]\n')
+    code = (
+        "import sys, json\nfrom kodelet import load_runtime\n"
+        "from kodelet.payloads import BeforeToolCallPayload as P\n"
+        "rt = load_runtime(entry_points=False)\n"
+        "r = rt.dispatch(P(conv_id='c', cwd='.', tool_name='bash', "
+        "tool_input={'command': 'ls -la'})).result\n"
+        "print(json.dumps([r.blocked, 'celpy' in sys.modules]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == [False, False]

@@ -97,9 +97,16 @@ class Engine:
     """Rule files in tiers, compiled once; :meth:`decide` judges one call.
 
     ``sets`` replaces the text of a shipped rule set (``{"recommended": text}``), for
-    tests and ``rules test FILE``."""
+    tests. ``lazy`` compiles each ``when`` at its first use (:class:`~.match.Matcher`):
+    the guard's choice; the CLI compiles all, so a bad condition is found at once."""
 
-    def __init__(self, files: Sequence[RuleFile], *, sets: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        files: Sequence[RuleFile],
+        *,
+        sets: Mapping[str, str] | None = None,
+        lazy: bool = False,
+    ) -> None:
         self.layers = _layers(files, sets or {})
         self._matchers: list[tuple[Layer, list[Matcher]]] = []
         self.disabled: dict[str, str] = {}
@@ -116,7 +123,7 @@ class Engine:
                 if rule.name in weaker_off:
                     self.disabled[f"{layer.label}:{rule.name}"] = weaker_off[rule.name]
                 else:
-                    kept.append(Matcher(rule))
+                    kept.append(Matcher(rule, lazy=lazy))
             self._matchers.append((layer, kept))
         self.ignored: list[tuple[str, str, str]] = [
             (layer.label, name, holder.label)

@@ -62,9 +62,11 @@ class RulesGuard:
                 self.problem = str(exc)
 
     def engine(self) -> Engine:
-        """The engine (:class:`RuleFileError` when a condition does not compile)."""
+        """The engine, its conditions compiled as calls first reach them: a condition
+        that does not compile blocks the call that reaches it and every call after (a
+        rule whose fixed fields do not match decides nothing, whatever its condition)."""
         if self._engine is None:
-            self._engine = Engine(self.files, sets=self._sets)
+            self._engine = Engine(self.files, sets=self._sets, lazy=True)
         return self._engine
 
     @property

@@ -34,11 +34,15 @@ _CMD = re.compile(r"\bcmd\b")
 class Matcher:
     """A rule ready to match: its ``when`` compiled (lazily importing CEL)."""
 
-    def __init__(self, rule: Rule) -> None:
+    def __init__(self, rule: Rule, *, lazy: bool = False) -> None:
+        """``lazy``: compile ``when`` at its first use, not now (the guard's choice:
+        building CEL's parser costs a second on a cold start, and a call that never
+        reaches the condition does not need it; :class:`RuleFileError` then comes from
+        :meth:`matches`)."""
         self.rule = rule
         self.uses_cmd = bool(rule.when) and bool(_CMD.search(rule.when))
         self._program: Callable[[dict[str, Any]], Any] | None = None
-        if rule.when:
+        if rule.when and not lazy:
             self._program = compile_when(rule)
 
     def matches(self, facts: Facts, call: Callable[[], Any]) -> bool:
@@ -86,8 +90,10 @@ class Matcher:
         return _paths_hold(rule, facts, every, tuple(c.writes), tuple(c.reads))
 
     def _when(self, call: Callable[[], Any], cmd: Command | None) -> bool:
-        if self._program is None:
+        if not self.rule.when:
             return True
+        if self._program is None:
+            self._program = compile_when(self.rule)
         try:
             value = self._program({"call": call(), "cmd": None if cmd is None else _cel(cmd)})
         except Exception:  # cannot be evaluated: fail closed
