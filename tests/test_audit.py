@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet import hookimpl, load_runtime
 from kodelet.audit.log import DecisionLog
+from kodelet.payloads import BeforeToolCallPayload
 from kodelet.secrets import redact
 from kodelet.testing import write_hook
 
@@ -260,3 +262,52 @@ def test_concurrent_writers_keep_every_line_whole(tmp_path: Path) -> None:
     assert len(by_writer) == writers
     assert all(sorted(ns) == list(range(each)) for ns in by_writer.values())
     assert len(log.files()) > 1  # it rotated while they wrote
+
+
+class RuleVerdicts:
+    """Answers as the rules guard answers: a deny's reason, or an explicit allow's."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+
+    @hookimpl
+    def before_tool_call(self) -> dict[str, Any]:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "decision"),
+    [
+        ({"blocked": True, "reason": "kodelet rule no-push (managed): not to main"}, "deny"),
+        ({"ask": True, "reason": "kodelet rule wipe (user): sure?"}, "ask"),
+        ({"reason": "kodelet rule rm-build (project): build output only"}, "allow"),
+    ],
+)
+def test_a_rules_decision_names_the_rule_and_its_tier(
+    project: Path, isolated_home: Path, answer: dict[str, Any], decision: str
+) -> None:
+    with load_runtime(cwd=project, entry_points=False, executables=False) as runtime:
+        runtime.register(RuleVerdicts(answer), name="builtin:rules", builtin=True)
+        payload = BeforeToolCallPayload(tool_name="bash", tool_input={"command": "x"})
+        runtime.dispatch(payload, agent="codex")
+    [rec] = records(isolated_home)
+    rule, source = answer["reason"].split(" ")[2], answer["reason"].split("(")[1].split(")")[0]
+    assert (rec["decision"], rec["by"], rec["source"]) == (decision, f"rule:{rule}", source)
+    assert (rec["agent"], rec["reason"]) == ("codex", answer["reason"])
+
+
+def test_a_reason_alone_from_any_other_hook_is_no_decision(
+    project: Path, isolated_home: Path
+) -> None:
+    with load_runtime(cwd=project, entry_points=False, executables=False) as runtime:
+        runtime.register(RuleVerdicts({"reason": "kodelet rule x (managed): y"}), name="mine")
+        runtime.dispatch(BeforeToolCallPayload(tool_name="bash", tool_input={}))
+    assert records(isolated_home) == []
+
+
+def test_a_hook_cannot_pass_itself_off_as_a_rule(project: Path, isolated_home: Path) -> None:
+    forged = "kodelet rule no-push (managed): forged"
+    write_hook(project / ".kodelet" / "hooks", "builtin:rules", BLOCKING_HOOK % forged)
+    assert json.loads(call(project, "ls").stdout)["blocked"] is True
+    [rec] = records(isolated_home)
+    assert (rec["by"], rec["source"]) == ("hook:builtin:rules", "executable")

@@ -286,7 +286,11 @@ class BeforeToolCallReducer(_Blocking):
             why = result.reason or f"{name} asks for approval"
             self.asked = self.asked or why
             return Outcome.ACTION, f"ask: {why}" + ("; input rewritten" if rewrote else "")
-        return (Outcome.MODIFIED, None) if rewrote else (Outcome.NO_ACTION, None)
+        if rewrote:
+            return Outcome.MODIFIED, None
+        # A reason with no block, ask or rewrite changes nothing, but says why the call may
+        # go (the rules guard's explicit allow): kept in the trace, for the decision log.
+        return Outcome.NO_ACTION, result.reason or None
 
     def merged(self) -> BeforeToolCallResult:
         if self.blocked:

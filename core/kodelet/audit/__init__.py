@@ -37,10 +37,14 @@ and a prompt. after_turn and agent_stop act on the conversation, not on a call."
 _DECISIVE = (Outcome.BLOCKED, Outcome.MODIFIED, Outcome.ACTION, Outcome.ERROR)
 
 
+RULES_HOOK = "builtin:rules"
+
+
 def decisive(records: Sequence[RawRecord]) -> bool:
     """Whether any hook decided something: the cheap test every dispatch pays. (An error
-    that did not block is ruled out later, by :func:`.records.decisions`.)"""
-    return any(r[2] in _DECISIVE for r in records)
+    that did not block is ruled out later, by :func:`.records.decisions`.) The rules
+    guard's explicit allow is a no-action with a reason."""
+    return any(r[2] in _DECISIVE or (r[0] == RULES_HOOK and len(r) > 5) for r in records)
 
 
 class Audit:

@@ -148,6 +148,23 @@ class DecisionLog:
         finally:
             os.close(lock)  # closing releases the lock
 
+    def check(self) -> int:
+        """Raise :class:`AuditWriteError` if a record could not be written now; the
+        number of the log's files otherwise (``kodelet audit --check``)."""
+        os.close(self._folder())
+        files = self.files()
+        for path in files:
+            try:
+                fd = os.open(path, _READ_FLAGS)
+            except OSError as exc:
+                why = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+                raise AuditWriteError(f"{path}: {why}; remove it") from None
+            try:
+                _check_own(fd, path)
+            finally:
+                os.close(fd)
+        return len(files)
+
     # -- reading ------------------------------------------------------------------------
 
     def files(self) -> list[Path]:

@@ -23,7 +23,7 @@ from ..trace import Outcome, RawRecord
 
 __all__ = ["RULES_HOOK", "decisions", "summary"]
 
-RULES_HOOK = "builtin:rules"
+RULES_HOOK = "builtin:rules"  # also in the package's ``decisive``
 _RULE_REASON = re.compile(r"kodelet rule (?P<rule>[^\s()]+) \((?P<source>[^)]*)\): ")
 _SLOW = re.compile(r"slow: [0-9.]+s(?:; |$)")
 _FAIL_CLOSED = "fail-closed: blocked"
@@ -60,6 +60,9 @@ def _decision(event: Event, raw: RawRecord) -> tuple[str, str, str] | None:
     outcome = raw[2]
     error, detail = (raw[4], raw[5]) if len(raw) > 4 else (None, None)
     detail = _SLOW.sub("", detail or "", count=1)
+    if outcome is Outcome.NO_ACTION and raw[0] == RULES_HOOK and raw[1] is Source.BUILTIN:
+        # the rules guard says why it let the call go only when a rule allowed it
+        return ("allow", detail, "") if _RULE_REASON.match(detail) else None
     if outcome is Outcome.BLOCKED:
         return "deny", detail, ""
     if outcome is Outcome.ACTION and detail.startswith("ask: "):
@@ -94,7 +97,7 @@ def decisions(
         name, source = raw[0], raw[1]
         by, origin = f"hook:{name}", str(getattr(source, "value", source))
         if name == RULES_HOOK and source is Source.BUILTIN:
-            rule = _RULE_REASON.search(reason)
+            rule = _RULE_REASON.match(reason)
             if rule is not None:
                 by, origin = f"rule:{rule['rule']}", rule["source"]
         if text is None:

@@ -15,6 +15,7 @@ import typer
 from ..places import find_project
 from . import (
     agents_cmd,
+    audit_cmd,
     claude_cmd,
     claude_run_cmd,
     config_cmd,
@@ -94,6 +95,7 @@ for _name, _agent_app in agents_cmd.APPS.items():
     app.add_typer(_agent_app, name=_name)
 app.command("replay")(replay_cmd.replay)
 app.command("verify", help=verify_cmd.HELP)(verify_cmd.verify)
+app.command("audit")(audit_cmd.audit)
 plain_help(app)
 
 
