@@ -138,9 +138,7 @@ def test_bad_filters_are_one_line_errors(
     assert line.startswith("kodelet: error: ") and message in line
 
 
-def test_follow_prints_records_as_they_are_written(
-    isolated_home: Path, project: Path
-) -> None:
+def test_follow_prints_records_as_they_are_written(isolated_home: Path, project: Path) -> None:
     write(isolated_home, [rec(1)])
     proc = subprocess.Popen(
         [sys.executable, "-m", "kodelet", "audit", "--follow", "--json", "--decision", "deny"],
