@@ -311,3 +311,27 @@ def test_a_hook_cannot_pass_itself_off_as_a_rule(project: Path, isolated_home: P
     assert json.loads(call(project, "ls").stdout)["blocked"] is True
     [rec] = records(isolated_home)
     assert (rec["by"], rec["source"]) == ("hook:builtin:rules", "executable")
+
+
+def test_a_rules_deny_and_a_rules_allow_are_logged_with_the_rule_and_its_tier(
+    project: Path, isolated_home: Path
+) -> None:
+    (project / ".kodelet" / "rules.toml").write_text(
+        '[[rules]]\nname = "no-make"\ndecision = "deny"\nreason = "not here"\n'
+        'program = ["make"]\n'
+    )
+    (isolated_home / ".kodelet").mkdir(exist_ok=True)
+    (isolated_home / ".kodelet" / "rules.toml").write_text(
+        '[[rules]]\nname = "make-docs"\ndecision = "allow"\nprogram = ["make"]\n'
+        'subcommand = ["docs"]\n'
+    )
+    denied = call(project, "cd sub && make clean")
+    assert denied.returncode == 0, denied.stderr
+    assert json.loads(denied.stdout)["blocked"] is True
+    allowed = call(project, "make docs")
+    assert json.loads(allowed.stdout) == {"blocked": False}, allowed.stderr
+    deny, allow = records(isolated_home)
+    assert (deny["decision"], deny["by"], deny["source"]) == ("deny", "rule:no-make", "project")
+    assert deny["reason"] == "kodelet rule no-make (project): not here"
+    assert deny["input"] == "cd sub && make clean"
+    assert (allow["decision"], allow["by"], allow["source"]) == ("allow", "rule:make-docs", "user")

@@ -123,6 +123,10 @@ class RulesGuard:
             return BeforeToolCallResult(blocked=True, reason=reason(verdict))
         if verdict.decision == "ask":
             return BeforeToolCallResult(ask=True, reason=reason(verdict))
+        if verdict.decision == "allow" and verdict.rule:
+            # A reason alone changes nothing in the answer; the trace keeps it, so the
+            # decision log records which rule let the call go (docs/AUDIT.md).
+            return BeforeToolCallResult(reason=reason(verdict))
         return None
 
 
