@@ -317,8 +317,7 @@ def test_a_rules_deny_and_a_rules_allow_are_logged_with_the_rule_and_its_tier(
     project: Path, isolated_home: Path
 ) -> None:
     (project / ".kodelet" / "rules.toml").write_text(
-        '[[rules]]\nname = "no-make"\ndecision = "deny"\nreason = "not here"\n'
-        'program = ["make"]\n'
+        '[[rules]]\nname = "no-make"\ndecision = "deny"\nreason = "not here"\nprogram = ["make"]\n'
     )
     (isolated_home / ".kodelet").mkdir(exist_ok=True)
     (isolated_home / ".kodelet" / "rules.toml").write_text(
