@@ -3,11 +3,13 @@ private, whole, rotated and free of secrets."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ from kodelet.audit.log import DecisionLog
 from kodelet.payloads import BeforeToolCallPayload
 from kodelet.secrets import redact
 from kodelet.testing import write_hook
+from kodelet.warm import control
 
 from tests.kit.cli import no_traceback, run_before_tool_call, run_kodelet
 from tests.kit.hooks import BLOCKING_HOOK
+from tests.kit.warm import decision, hook, pre_tool, started, write_guard
 
 FAILING_HOOK = """#!/bin/sh
 if [ "$1" = hook ]; then echo before_tool_call; exit 0; fi
@@ -334,3 +338,136 @@ def test_a_rules_deny_and_a_rules_allow_are_logged_with_the_rule_and_its_tier(
     assert deny["reason"] == "kodelet rule no-make (project): not here"
     assert deny["input"] == "cd sub && make clean"
     assert (allow["decision"], allow["by"], allow["source"]) == ("allow", "rule:make-docs", "user")
+
+
+def test_the_warm_kodelet_writes_the_records_the_in_process_path_writes(
+    project: Path, isolated_home: Path
+) -> None:
+    write_guard(project, "no rm")
+    info = started(project)  # the first call is answered in-process and starts it
+    assert decision(hook(project, pre_tool(project))) == "no rm"
+    assert control.ask(info["socket"], "status")["calls"] == 1
+    in_process, warm_one = records(isolated_home)
+    for rec in (in_process, warm_one):
+        del rec["time"], rec["ms"]
+    assert in_process == warm_one
+    assert (warm_one["agent"], warm_one["session"], warm_one["by"]) == (
+        "claude",
+        "s1",
+        "hook:guard",
+    )
+
+
+class Collector:
+    """A stand-in OTLP/HTTP collector: keeps every POST (path, content type, body)."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, str, bytes]] = []
+        self.seen = threading.Event()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.posts.append((self.path, self.headers.get("Content-Type", ""), body))
+                outer.seen.set()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def spans(self) -> list[Any]:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        out = []
+        for _, _, body in self.posts:
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            for resource in request.resource_spans:
+                service = {a.key: a.value.string_value for a in resource.resource.attributes}
+                for scope in resource.scope_spans:
+                    out += [(service, span) for span in scope.spans]
+        return out
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def collector() -> Any:
+    pytest.importorskip("opentelemetry.sdk.trace")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    stand_in = Collector()
+    yield stand_in
+    stand_in.close()
+
+
+def global_config(home: Path, text: str) -> None:
+    (home / ".kodelet").mkdir(exist_ok=True)
+    (home / ".kodelet" / "config.toml").write_text(text)
+
+
+@pytest.mark.parametrize("how", ["otlp_endpoint", "environment"])
+def test_records_are_exported_as_spans_to_an_otlp_collector(
+    project: Path, isolated_home: Path, collector: Collector, how: str
+) -> None:
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no deletes here")
+    env = {}
+    if how == "otlp_endpoint":
+        global_config(isolated_home, f'[audit]\notlp_endpoint = "{collector.url}"\n')
+    else:
+        global_config(isolated_home, "[audit]\notel = true\n")
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url}
+    secret = SECRETS["github"]
+    payload = {"tool_name": "bash", "tool_input": {"command": f"GH={secret} rm -rf x"}}
+    res = run_before_tool_call(project, json.dumps(payload), env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["blocked"] is True
+    assert collector.seen.wait(30), res.stderr  # sent before the process ended
+    [(path, kind, body)] = collector.posts
+    assert (path, kind) == ("/v1/traces", "application/x-protobuf")
+    assert secret.encode() not in body
+    [(service, span)] = collector.spans()
+    attrs = {a.key: a.value for a in span.attributes}
+    assert service["service.name"] == "kodelet"
+    assert span.name == "kodelet.decision deny"
+    assert attrs["kodelet.by"].string_value == "hook:guard"
+    assert attrs["kodelet.reason"].string_value == "no deletes here"
+    assert attrs["kodelet.input"].string_value.startswith("GH=[redacted] rm -rf x")
+    [rec] = records(isolated_home)  # and the local log still has it
+    assert rec["by"] == "hook:guard"
+
+
+def test_an_export_configured_without_the_extra_says_so(
+    project: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    # opentelemetry without its SDK, as when only opentelemetry-api is installed
+    api_only = tmp_path / "api-only"
+    (api_only / "opentelemetry").mkdir(parents=True)
+    (api_only / "opentelemetry" / "__init__.py").write_text("")
+    env = {"PYTHONPATH": str(api_only)}
+    global_config(isolated_home, '[audit]\notlp_endpoint = "http://127.0.0.1:9"\n')
+    check = run_kodelet("audit", "--check", env=env)
+    no_traceback(check)
+    assert check.returncode == 1
+    assert (
+        "export: configured (http://127.0.0.1:9/v1/traces) but the otel extra is not"
+        " installed: pip install 'kodelet[otel]'"
+    ) in check.stdout
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    payload = json.dumps({"tool_name": "bash", "tool_input": {"command": "rm"}})
+    res = run_before_tool_call(project, payload, env=env)
+    assert json.loads(res.stdout)["blocked"] is True
+    assert "configured but the otel extra is not installed" in res.stderr
+    assert len(records(isolated_home)) == 1
