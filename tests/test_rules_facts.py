@@ -66,6 +66,9 @@ def zones(command: str, places: dict[str, str]) -> list[str]:
         ("(cd /tmp); rm -rf x", "project"),
         ("git -C /etc clean -fdx", "system"),
         ("sudo -D / rm -rf etc", "system"),
+        ("builtin cd / && rm -rf etc", "system"),
+        ("rm -rf ~/{,}", "home_root"),
+        ("npx rimraf ~", "home_root"),
     ],
 )
 def test_zones(command: str, zone: str, places: dict[str, str]) -> None:
@@ -88,6 +91,14 @@ def test_a_glob_is_judged_by_its_fixed_prefix(places: dict[str, str]) -> None:
         ("/*", "root", True),
         (".*", "project_root", True),
     ]
+
+
+def test_braces_expand_into_each_path(places: dict[str, str]) -> None:
+    facts = derive("bash", {"command": "rm -rf {build,dist} /{etc,usr/{bin,lib}} x{a"}, **places)
+    got = [(p.raw, p.path.rsplit("/", 2)[-2:], p.zone) for p in facts.writes]
+    assert [z for *_, z in got] == ["project", "project", "system", "system", "system", "project"]
+    assert {p.path for p in facts.writes} >= {"/etc", "/usr/bin", "/usr/lib"}
+    assert facts.writes[0].raw == "{build,dist}"
 
 
 def test_find_results_are_below_the_start(places: dict[str, str]) -> None:

@@ -107,6 +107,19 @@ RM_ROOT = [
     'python3 -c \'__import__("os").system("rm -rf /")\'',
     "python3 -c 'from shutil import rmtree as r; r(\"/\")'",
     "npx rimraf / ; rm -rf /",
+    "parallel rm -rf ::: /",
+    "parallel 'rm -rf {}' ::: /",
+    "find / -maxdepth 0 -execdir rm -rf {} +",
+    "env -S 'rm -rf /'",
+    "su -c 'rm -rf /' root",
+    "chroot /mnt rm -rf /",
+    "flock /tmp/lock rm -rf /",
+    "setsid rm -rf /",
+    "strace -f -o /tmp/trace rm -rf /",
+    "uv run rm -rf /",
+    "poetry run python -c 'import shutil; shutil.rmtree(\"/\")'",
+    "builtin cd / && rm -rf /",
+    "rm -rf /{,}",
 ]
 
 
@@ -229,6 +242,18 @@ def test_flags_are_normalized_per_program(
     cmd = shell(command, places).commands[-1]
     assert (cmd.program, cmd.subcommand) == (program, sub)
     assert flags <= cmd.flags, cmd.flags
+
+
+@pytest.mark.parametrize(
+    ("command", "program", "via"),
+    [("npx rimraf dist", "rimraf", "npx"), ("uvx ruff check", "ruff", "uvx"),
+     ("pnpm dlx rimraf x", "rimraf", "pnpm dlx"), ("uv run pytest -x", "pytest", "uv run"),
+     ("bunx tsc", "tsc", "bunx"), ("npx -y @scope/tool@1.2 x", "tool", "npx")],
+)  # fmt: skip
+def test_package_runners_run_the_named_program(
+    command: str, program: str, via: str, places: dict[str, str]
+) -> None:
+    assert only(shell(command, places), program).via == (via,)
 
 
 def test_a_mode_is_not_mistaken_for_flags(places: dict[str, str]) -> None:

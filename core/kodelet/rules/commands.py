@@ -305,7 +305,8 @@ INLINE = {"node": "eval", "nodejs": "eval", "perl": "e", "ruby": "e", "php": "r"
 NULL_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 
 WRITES_ALL = frozenset({
-    "rm", "rmdir", "unlink", "shred", "srm", "wipe", "truncate", "touch", "mkdir", "tee",
+    "rm", "rimraf", "trash", "trash-put", "rmdir", "unlink", "shred", "srm", "wipe",
+    "truncate", "touch", "mkdir", "tee",
     "mkfs", "wipefs", "fdisk", "sfdisk", "parted", "mkswap", "gdisk", "sgdisk", "mke2fs",
     "blkdiscard", "vi", "vim", "nvim", "nano", "emacs", "ed",
 })  # fmt: skip
@@ -603,6 +604,8 @@ def _all_paths(cmd: _Cmd, opts: Opts, skip_first: bool = False) -> list[Word]:
 
 def _writes_all(cmd: _Cmd) -> None:
     opts = _generic(cmd)
+    if cmd.program == "rimraf":  # npx rimraf: rm -rf under another name
+        cmd.flags |= {"recursive", "force"}
     cmd.writes.extend(_all_paths(cmd, opts, cmd.program in WRITES_AFTER_FIRST))
     if cmd.program in READS_ALL:
         cmd.reads.extend(_all_paths(cmd, opts))
@@ -1117,45 +1120,35 @@ def _watch(cmd: _Cmd) -> list[int] | None:
     return cmd.shell(join(opts.operands), "watch")
 
 
+_PARALLEL_TAKES = frozenset({
+    "-j", "-P", "-N", "-n", "-L", "-S", "-a", "-d", "-C", "-I", "-E", "--jobs", "--sshlogin",
+    "--delimiter", "--colsep", "--joblog", "--results", "--tmpdir", "--timeout", "--retries",
+    "--halt", "--arg-file", "--max-args", "--max-lines",
+})  # fmt: skip
+_PARALLEL_SEPS = frozenset({":::", "::::", ":::+", "::::+"})
+
+
 def _parallel(cmd: _Cmd) -> list[int] | None:
-    takes = {
-        "-j",
-        "-P",
-        "-N",
-        "-n",
-        "-L",
-        "-S",
-        "-a",
-        "-d",
-        "-C",
-        "-I",
-        "--jobs",
-        "--sshlogin",
-        "--delimiter",
-        "--colsep",
-        "--joblog",
-        "--results",
-        "--tmpdir",
-        "--timeout",
-        "--retries",
-        "--halt",
-        "--arg-file",
-        "--max-args",
-        "--max-lines",
-        "-E",
-    }
+    """GNU parallel runs its command through a shell, once per input (``::: a b``);
+    ``{}`` stands for the input. Without a command it runs the lines it reads."""
     words = list(cmd.words)
     i = 0
     while i < len(words) and (words[i].literal or "").startswith("-"):
-        i += 2 if words[i].literal in takes else 1
+        i += 2 if words[i].literal in _PARALLEL_TAKES else 1
     command: list[Word] = []
-    while i < len(words) and words[i].literal not in (":::", "::::", ":::+", "::::+"):
+    while i < len(words) and words[i].literal not in _PARALLEL_SEPS:
         command.append(words[i])
         i += 1
-    if not command:
-        return cmd.shell(Word((("dyn", ""),)), "parallel")
-    command = [Word((("dyn", ""),)) if w.literal == "{}" else w for w in command]
-    return cmd.shell(join(command), "parallel")
+    inputs = [w for w in words[i:] if w.literal not in _PARALLEL_SEPS]
+    text = join(command).literal if command else None
+    if text is None:
+        return cmd.shell(_DYN_WORD, "parallel")
+    out: list[int] = []
+    for given in inputs[:16] or [_DYN_WORD]:
+        value = given.literal if given.literal is not None else DYN
+        line = text.replace("{}", value) if "{}" in text else f"{text} {value}"
+        out.extend(cmd.shell(lit(line) if DYN not in line else Word((("dyn", ""),)), "parallel"))
+    return out
 
 
 def _su(cmd: _Cmd) -> list[int] | None:

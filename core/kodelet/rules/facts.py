@@ -23,7 +23,7 @@ import attrs
 from . import commands as cmds
 from .paths import PathFact, Places, Zone, cwd_after, resolve
 from .shell import FORK_BOMB, Parser
-from .words import Word
+from .words import Word, braces
 
 Kind = Literal["shell", "write", "edit", "read", "search", "fetch", "mcp", "agent", "other"]
 
@@ -205,11 +205,13 @@ def _shell(facts: Facts, text: str, parser: Parser, places: Places) -> Facts:
         def res(words: tuple[Word, ...], where: str | None = where) -> tuple[PathFact, ...]:
             found = []
             for w in words:
-                fact = seen.get((w, where))
-                if fact is None:
-                    fact = seen[(w, where)] = resolve(w, cwd=where, places=places, home=home)
-                found.append(fact)
-            return tuple(found)
+                for each in braces(w):
+                    fact = seen.get((each, where))
+                    if fact is None:
+                        fact = resolve(each, cwd=where, places=places, home=home)
+                        seen[(each, where)] = fact = attrs.evolve(fact, raw=w.text)
+                    found.append(fact)
+            return tuple(dict.fromkeys(found))
 
         stdin_from = tuple(
             dict.fromkeys(

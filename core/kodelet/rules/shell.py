@@ -385,6 +385,8 @@ class Walk:
             cds=ctx.st.cds,
         )
         got = commands.run(simple, self, ctx.depth)
+        while len(words) > 1 and words[0].literal in ("builtin", "command"):
+            words = words[1:]
         if words and words[0].literal in ("cd", "pushd"):
             target = words[1] if len(words) > 1 else Word((("tilde", ""),))
             # Past MAX_CDS changes of folder the folder is taken as unknown.

@@ -8,6 +8,8 @@ home and cwd, so one parse serves every call with the same command text.
 
 from __future__ import annotations
 
+import itertools
+
 import attrs
 
 DYN = "\x00"
@@ -62,3 +64,54 @@ def join(words: list[Word] | tuple[Word, ...], sep: str = " ") -> Word:
             parts.append(("lit", sep))
         parts.extend(w.parts)
     return Word(tuple(parts), any(w.glob for w in words))
+
+
+MAX_BRACES = 16
+
+
+def braces(word: Word) -> list[Word]:
+    """The words bash makes of ``word`` by brace expansion (``/{etc,usr}`` is ``/etc``
+    and ``/usr``; ``~/{,}`` is ``~/`` twice), at most :data:`MAX_BRACES` of them. A quoted
+    brace is expanded too: one word too many is harmless where paths are judged."""
+    out: list[Word] = []
+    todo = [word]
+    while todo and len(out) < MAX_BRACES:
+        w = todo.pop(0)
+        for i, (kind, value) in enumerate(w.parts):
+            if kind != "lit":
+                continue
+            group = _group(value)
+            if group is None:
+                continue
+            start, end, choices = group
+            for choice in choices[:MAX_BRACES]:
+                part = ("lit", value[:start] + choice + value[end:])
+                todo.append(attrs.evolve(w, parts=(*w.parts[:i], part, *w.parts[i + 1 :])))
+            break
+        else:
+            out.append(w)
+    return out or [word]
+
+
+def _group(text: str) -> tuple[int, int, list[str]] | None:
+    """The first ``{a,b}`` group of ``text``: its span and its choices."""
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        commas: list[int] = []
+        for j in range(start, len(text)):
+            ch = text[j]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    if commas:
+                        bounds = [start, *commas, j]
+                        choices = [text[a + 1 : b] for a, b in itertools.pairwise(bounds)]
+                        return start, j + 1, choices
+                    break
+            elif ch == "," and depth == 1:
+                commas.append(j)
+        start = text.find("{", start + 1)
+    return None
