@@ -24,6 +24,7 @@ from kodelet.agents.standins.base import StandIn
 from kodelet.agents.standins.openai import OpenAIAPI, Script
 
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
+from tests.kit import redaction
 from tests.kit.cli import venv_kodelet as kodelet
 
 
@@ -415,3 +416,34 @@ def assert_each_hook_runs_once(agent: Agent, turns: list[Any], command: str) -> 
     assert (agent.project / "once.txt").exists(), run.stderr
     calls = [p for p in seen(agent.project) if p.get("tool_name") == "bash"]
     assert [p["tool_input"]["command"] for p in calls] == [command]  # type: ignore[index]
+
+
+def assert_the_redaction_holds(agent: Agent, turns: list[Any]) -> None:
+    """docs/EVENTS.md's redaction as the project's only hook besides the guard: the
+    call in ``turns`` reads ``keys.txt``, and the model is shown the key masked, never
+    the key."""
+    (agent.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
+    write_hook(agent.project, "redact", redaction.HOOK)
+    run = agent.run(turns)
+    assert run.returncode == 0, run.stderr
+    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
+    assert redaction.KEY not in run.seen_by_model()
+
+
+MISSED_BY_THE_README_GUARD = "rm -r -f ~/victim"
+"""A delete outside the project that the README's ``grep -q 'rm -rf'`` guard lets by."""
+
+
+def assert_the_recommended_rules_block(agent: Agent, turns: list[Any]) -> None:
+    """With ``kodelet rules enable recommended`` and no hook of the user's, the model's
+    shell call :data:`MISSED_BY_THE_README_GUARD` (in ``turns``) is refused, the files
+    stay, and the model is told which rule refused it."""
+    (agent.project / ".kodelet" / "hooks" / "guard").unlink()
+    victim = agent.home / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep\n")
+    agent.kodelet("rules", "enable", "recommended")
+    run = agent.run(turns)
+    assert run.returncode == 0, run.stderr
+    assert (victim / "keep.txt").exists(), run.tool_outputs()
+    assert "kodelet rule " in run.seen_by_model(), run.tool_outputs()

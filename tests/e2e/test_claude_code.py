@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from kodelet.agents.standins.messages import Script, Turn, text, tool
 
+from tests.e2e.agent_clis import MISSED_BY_THE_README_GUARD
 from tests.e2e.claude_agent import (
     DANGER_HOOK,
     NO_RM_RF,
@@ -248,6 +249,19 @@ def test_the_events_md_redaction_keeps_the_key_from_the_model(agent: Agent, kind
     assert "[redacted]" in run.tool_result_text(), run.tool_result_text()
     assert len(run.api.main_requests()) == 2
     assert redaction.KEY not in run.seen_by_model()
+
+
+def test_the_recommended_rules_block_what_the_readme_guard_misses(agent: Agent) -> None:
+    """With ``kodelet rules enable recommended`` and no hook of the user's, a delete
+    outside the project that the README's guard lets by is refused, and the model is
+    told which rule refused it."""
+    victim = agent.home / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep\n")
+    agent.kodelet("rules", "enable", "recommended")
+    run = agent.run([bash(MISSED_BY_THE_README_GUARD), [text("fin")]])
+    assert (victim / "keep.txt").exists(), run.tool_result_text()
+    assert "kodelet rule " in run.tool_result_text(), run.tool_result_text()
 
 
 WITHHOLD_HOOK = """#!/usr/bin/env python3

@@ -23,14 +23,16 @@ from tests.e2e import agent_clis
 from tests.e2e.agent_clis import (
     AFTER,
     CODEX,
+    MISSED_BY_THE_README_GUARD,
     STOP,
     Agent,
     assert_each_hook_runs_once,
+    assert_the_recommended_rules_block,
+    assert_the_redaction_holds,
     connected,
     seen,
     write_hook,
 )
-from tests.kit import redaction
 from tests.kit.warm import wait_for, warm
 
 
@@ -79,12 +81,11 @@ def test_added_context_and_a_follow_up_reach_the_model(codex: Agent) -> None:
 
 
 def test_the_events_md_redaction_keeps_the_key_from_the_model(codex: Agent) -> None:
-    (codex.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
-    write_hook(codex.project, "redact", redaction.HOOK)
-    run = codex.run(shell("cat keys.txt"))
-    assert run.returncode == 0, run.stderr
-    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
-    assert redaction.KEY not in run.seen_by_model()
+    assert_the_redaction_holds(codex, shell("cat keys.txt"))
+
+
+def test_the_recommended_rules_block_what_the_readme_guard_misses(codex: Agent) -> None:
+    assert_the_recommended_rules_block(codex, shell(MISSED_BY_THE_README_GUARD))
 
 
 def test_kodelet_failing_blocks_the_prompt(codex: Agent) -> None:

@@ -20,14 +20,16 @@ from kodelet.agents.standins.messages import Turn, text, tool
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import (
     COPILOT,
+    MISSED_BY_THE_README_GUARD,
     STOP,
     Agent,
     assert_each_hook_runs_once,
+    assert_the_recommended_rules_block,
+    assert_the_redaction_holds,
     connected,
     seen,
     write_hook,
 )
-from tests.kit import redaction
 
 
 @pytest.fixture
@@ -168,9 +170,8 @@ def test_at_both_scopes_copilots_own_folder_trust_decides_which_entry_guards(
 
 
 def test_the_events_md_redaction_keeps_the_key_from_the_model(copilot: Agent) -> None:
-    (copilot.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
-    write_hook(copilot.project, "redact", redaction.HOOK)
-    run = copilot.run(shell("cat keys.txt"))
-    assert run.returncode == 0, run.stderr
-    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
-    assert redaction.KEY not in run.seen_by_model()
+    assert_the_redaction_holds(copilot, shell("cat keys.txt"))
+
+
+def test_the_recommended_rules_block_what_the_readme_guard_misses(copilot: Agent) -> None:
+    assert_the_recommended_rules_block(copilot, shell(MISSED_BY_THE_README_GUARD))

@@ -17,8 +17,17 @@ import pytest
 from kodelet.agents.standins.gemini import Turn, call, text
 
 from tests.e2e import agent_clis
-from tests.e2e.agent_clis import GEMINI, STOP, Agent, connected, seen, write_hook
-from tests.kit import redaction
+from tests.e2e.agent_clis import (
+    GEMINI,
+    MISSED_BY_THE_README_GUARD,
+    STOP,
+    Agent,
+    assert_the_recommended_rules_block,
+    assert_the_redaction_holds,
+    connected,
+    seen,
+    write_hook,
+)
 
 
 @pytest.fixture
@@ -66,12 +75,11 @@ def test_the_events_md_redaction_keeps_the_key_from_the_model(
 ) -> None:
     """Gemini CLI cannot replace a result: the model gets the redacted text as the
     reason the result is withheld, never the original."""
-    (gemini.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
-    write_hook(gemini.project, "redact", redaction.HOOK)
-    run = gemini.run([[tool_call], [text("done")]])
-    assert run.returncode == 0, run.stderr
-    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
-    assert redaction.KEY not in run.seen_by_model()
+    assert_the_redaction_holds(gemini, [[tool_call], [text("done")]])
+
+
+def test_the_recommended_rules_block_what_the_readme_guard_misses(gemini: Agent) -> None:
+    assert_the_recommended_rules_block(gemini, shell(MISSED_BY_THE_README_GUARD))
 
 
 def test_a_follow_up_reaches_the_model(gemini: Agent) -> None:

@@ -24,15 +24,17 @@ from kodelet.agents.standins.openai import OpenAIAPI, Script
 
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import (
+    MISSED_BY_THE_README_GUARD,
     OPENCODE,
     STOP,
     Agent,
     assert_each_hook_runs_once,
+    assert_the_recommended_rules_block,
+    assert_the_redaction_holds,
     connected,
     seen,
     write_hook,
 )
-from tests.kit import redaction
 
 
 @pytest.fixture
@@ -208,9 +210,8 @@ def test_installed_at_project_and_user_scope_each_hook_runs_once(opencode: Agent
 
 
 def test_the_events_md_redaction_keeps_the_key_from_the_model(opencode: Agent) -> None:
-    (opencode.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
-    write_hook(opencode.project, "redact", redaction.HOOK)
-    run = opencode.run(shell("cat keys.txt"))
-    assert run.returncode == 0, run.stderr
-    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
-    assert redaction.KEY not in run.seen_by_model()
+    assert_the_redaction_holds(opencode, shell("cat keys.txt"))
+
+
+def test_the_recommended_rules_block_what_the_readme_guard_misses(opencode: Agent) -> None:
+    assert_the_recommended_rules_block(opencode, shell(MISSED_BY_THE_README_GUARD))

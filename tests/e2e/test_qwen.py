@@ -18,15 +18,17 @@ from kodelet.agents.standins.messages import Turn, text, tool
 from tests.e2e import agent_clis
 from tests.e2e.agent_clis import (
     AFTER,
+    MISSED_BY_THE_README_GUARD,
     QWEN,
     STOP,
     Agent,
     assert_each_hook_runs_once,
+    assert_the_recommended_rules_block,
+    assert_the_redaction_holds,
     connected,
     seen,
     write_hook,
 )
-from tests.kit import redaction
 
 
 @pytest.fixture
@@ -150,9 +152,8 @@ def test_a_monitor_command_is_a_shell_call_to_the_guard(qwen: Agent) -> None:
 
 
 def test_the_events_md_redaction_keeps_the_key_from_the_model(qwen: Agent) -> None:
-    (qwen.project / "keys.txt").write_text(f"AWS_ACCESS_KEY_ID={redaction.KEY}\n")
-    write_hook(qwen.project, "redact", redaction.HOOK)
-    run = qwen.run(shell("cat keys.txt"))
-    assert run.returncode == 0, run.stderr
-    assert "AWS_ACCESS_KEY_ID=[redacted]" in run.tool_outputs()[0], run.tool_outputs()
-    assert redaction.KEY not in run.seen_by_model()
+    assert_the_redaction_holds(qwen, shell("cat keys.txt"))
+
+
+def test_the_recommended_rules_block_what_the_readme_guard_misses(qwen: Agent) -> None:
+    assert_the_recommended_rules_block(qwen, shell(MISSED_BY_THE_README_GUARD))
