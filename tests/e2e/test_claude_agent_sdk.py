@@ -11,6 +11,7 @@ from kodelet.agents.standins.messages import MessagesAPI, Script, text, tool
 from kodelet.integrations.claude_agent_sdk import hooks
 from kodelet.testing import write_hook
 
+from tests.e2e.agent_clis import MISSED_BY_THE_README_GUARD
 from tests.e2e.claude_agent import DANGER_HOOK, REWRITE_HOOK
 from tests.e2e.claude_code import claude_env
 
@@ -67,3 +68,16 @@ def test_kodelet_failing_inside_an_sdk_session_denies_the_call(
     api = session(claude_bin, cc_project, isolated_home, "touch marker")
     assert not (cc_project / "marker").exists()
     assert not api.main_requests()  # the prompt was denied before it reached the model
+
+
+def test_an_sdk_session_is_guarded_by_the_recommended_rules(
+    claude_bin: Path, cc_project: Path, isolated_home: Path
+) -> None:
+    victim = isolated_home / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep\n")
+    (cc_project / ".kodelet").mkdir(exist_ok=True)
+    (cc_project / ".kodelet" / "rules.toml").write_text('use = ["recommended"]\n')
+    api = session(claude_bin, cc_project, isolated_home, MISSED_BY_THE_README_GUARD)
+    assert (victim / "keep.txt").exists()
+    assert "kodelet rule " in str(api.tool_results()[0]["content"])
