@@ -27,6 +27,7 @@ case "$payload" in
   *'rm -rf'*) echo '{"blocked": true, "reason": "rm -rf is not allowed"}' ;;
   *'sudo '*) echo '{"input": {"command": "echo no sudo", "background": true}}' ;;
   *'explain'*) echo '{"additional_context": ["the build dir is generated"]}' ;;
+  *'git push'*) echo '{"ask": true, "reason": "pushing needs a yes"}' ;;
 esac
 """
 AFTER = """#!/bin/bash
@@ -78,6 +79,11 @@ def test_gemini_block_is_a_top_level_deny(guarded: Path) -> None:
     code, out = bridge("gemini", shell("BeforeTool", "run_shell_command", "rm -rf /"), guarded)
     assert (code, out) == (0, {"decision": "deny", "reason": "rm -rf is not allowed"})
     assert seen(guarded)["tool_name"] == "bash"
+
+
+def test_gemini_ask_is_a_deny_since_a_headless_gemini_would_wait_forever(guarded: Path) -> None:
+    code, out = bridge("gemini", shell("BeforeTool", "run_shell_command", "git push"), guarded)
+    assert (code, out) == (0, {"decision": "deny", "reason": "pushing needs a yes"})
 
 
 def test_gemini_rewrite_is_its_tool_input_in_its_keys(guarded: Path) -> None:
