@@ -246,7 +246,7 @@ def speed(root: Path, scale: float) -> list[str]:
         f"In the mix, the calls no rule stopped: {ms(let_be, 0.5)} added at the median, "
         f"{ms(let_be, 0.9)} at p90; the {len(stopped_added)} the rules stopped: "
         + (f"{ms(stopped_added, 0.5)} added at the median " if stopped_added else "none ")
-        + "(a stopped call's answer costs more whichever guard stops it). "
+        + "(their answers differ: a block with the rules, nothing without). "
         f"`Engine.decide` alone, in process, on the every-call-new calls (a fresh engine): "
         f"median {ms(own, 0.5)}, p90 {ms(own, 0.9)}.",
         "",
