@@ -168,9 +168,28 @@ def _line(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bytes:
 
 
 def test_check_names_a_log_that_cannot_be_written(isolated_home: Path, tmp_path: Path) -> None:
+    assert audit("--check").returncode == 0  # no log yet: the first record makes it
+    assert not (kodelet_home(isolated_home) / "audit").exists()
+    write(isolated_home, [rec(1)])
     assert audit("--check").returncode == 0
     path = kodelet_home(isolated_home) / "audit" / "decisions.jsonl"
+    path.unlink()
     path.symlink_to(tmp_path / "elsewhere")
     res = audit("--check")
     assert res.returncode == 1
     assert "log: cannot be written:" in res.stdout and "symbolic link" in res.stdout
+
+
+def test_an_agents_status_says_when_decisions_are_not_logged(
+    isolated_home: Path, project: Path, tmp_path: Path
+) -> None:
+    fine = json.loads(run_kodelet("codex", "status", "--json", cwd=project).stdout)
+    assert fine["audit"]["problem"] is None
+    folder = kodelet_home(isolated_home) / "audit"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.symlink_to(tmp_path)
+    text = run_kodelet("codex", "status", cwd=project)
+    no_traceback(text)
+    assert "audit: DECISIONS NOT LOGGED: " in text.stdout and "symbolic link" in text.stdout
+    data = json.loads(run_kodelet("codex", "status", "--json", cwd=project).stdout)
+    assert "symbolic link" in data["audit"]["problem"]

@@ -150,8 +150,23 @@ class DecisionLog:
 
     def check(self) -> int:
         """Raise :class:`AuditWriteError` if a record could not be written now; the
-        number of the log's files otherwise (``kodelet audit --check``)."""
-        os.close(self._folder())
+        number of the log's files otherwise (``kodelet audit --check``, ``status``).
+        Makes nothing: a folder not there yet is made by the first record."""
+        if not os.path.lexists(self.folder):
+            return 0
+        try:
+            folder = os.open(self.folder, _DIR_FLAGS)
+        except OSError as exc:
+            why = (
+                "is a symbolic link" if exc.errno in (errno.ELOOP, errno.ENOTDIR) else exc.strerror
+            )
+            raise AuditWriteError(f"{self.folder}: {why}; remove it") from None
+        try:
+            owner = os.fstat(folder).st_uid
+        finally:
+            os.close(folder)
+        if owner != os.geteuid():
+            raise AuditWriteError(f"{self.folder}: belongs to uid {owner}, not to you; remove it")
         files = self.files()
         for path in files:
             try:

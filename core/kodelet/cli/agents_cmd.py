@@ -29,6 +29,7 @@ from ..claude.installed import PROJECT_COMMAND, guarded, own_hook, own_hooks, un
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
 from . import hook_trust
+from .audit_cmd import audit_lines, audit_state
 from .common import fail, print_json, printable, state
 from .hook_files import (
     SettingsError,
@@ -325,6 +326,7 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
     unheld = here_problem or any(r["blocking"] for r in not_running)
     limits = cannot_apply(dialect.name, rows)
     version = version_state(dialect, os.environ)
+    audit = _audit(cwd)
     if as_json:
         print_json(
             {
@@ -341,6 +343,7 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
                 "not_held_here": here_problem,
                 "not_running": not_running,
                 "cannot_apply": limits,
+                "audit": audit,
             }
         )
         if unheld:
@@ -360,11 +363,24 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
     lines += ["", *hook_lines(dialect.title, rows), *dialect.status_notes]
     lines += not_running_lines(not_running)
     lines += cannot_apply_lines(dialect.title, limits)
+    if audit is not None and (said := audit_lines(audit)):
+        lines += ["", *said]
     if here_problem:
         lines += ["", f"NOT HELD here: {here_problem}"]
     typer.echo("\n".join(printable(line) for line in lines))
     if unheld:
         raise typer.Exit(1)
+
+
+def _audit(cwd: Path) -> dict[str, Any] | None:
+    """The decision log's state (None when the configuration cannot be read: the
+    status says that already)."""
+    places = Places.resolve(cwd, None, os.environ)
+    try:
+        settings = load_config(places, os.environ).audit
+    except ConfigError:
+        return None
+    return audit_state(settings, places.global_root)
 
 
 def scope_option(dialect: Dialect) -> tuple[type[StrEnum], Any]:

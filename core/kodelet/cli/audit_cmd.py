@@ -166,25 +166,50 @@ def _settings(places: Places) -> AuditSettings:
         fail(str(exc), 2)
 
 
-def check(places: Places) -> None:
-    """``--check``: whether records can be written, and where the export goes."""
+def audit_state(settings: AuditSettings, global_root: Path) -> dict[str, Any]:
+    """The decision log's state, for ``--check`` and the agents' ``status``: where it is,
+    whether a record could be written now (``problem``), and where the export goes."""
     from ..audit import AuditWriteError, export_state
 
-    settings = _settings(places)
-    log = DecisionLog(places.global_root, settings.max_bytes, settings.keep)
-    fine = True
-    if not settings.enabled:
-        typer.echo(printable(f"log: off ([audit] enabled = false); {log.path}"))
-    else:
+    log = DecisionLog(global_root, settings.max_bytes, settings.keep)
+    problem, files = None, 0
+    if settings.enabled:
         try:
-            count = log.check()
-            typer.echo(printable(f"log: {log.path} (writable; {count} file(s))"))
+            files = log.check()
         except (AuditWriteError, OSError) as exc:
-            fine = False
-            typer.echo(printable(f"log: cannot be written: {exc}"))
-    ok, what = export_state(settings, os.environ)
-    typer.echo(printable(f"export: {what}"))
-    if not (fine and ok):
+            problem = str(exc)
+    ok, export = export_state(settings, os.environ)
+    return {
+        "log": str(log.path),
+        "enabled": settings.enabled,
+        "files": files,
+        "problem": problem,
+        "export": export,
+        "export_problem": None if ok else export,
+    }
+
+
+def audit_lines(data: dict[str, Any]) -> list[str]:
+    """What ``status`` says of the log: only what needs fixing."""
+    lines = []
+    if data["problem"]:
+        lines.append(f"audit: DECISIONS NOT LOGGED: {data['problem']}")
+    if data["export_problem"]:
+        lines.append(f"audit export: {data['export_problem']}")
+    return lines
+
+
+def check(places: Places) -> None:
+    """``--check``: whether records can be written, and where the export goes."""
+    data = audit_state(_settings(places), places.global_root)
+    if not data["enabled"]:
+        typer.echo(printable(f"log: off ([audit] enabled = false); {data['log']}"))
+    elif data["problem"]:
+        typer.echo(printable(f"log: cannot be written: {data['problem']}"))
+    else:
+        typer.echo(printable(f"log: {data['log']} (writable; {data['files']} file(s))"))
+    typer.echo(printable(f"export: {data['export']}"))
+    if data["problem"] or data["export_problem"]:
         raise typer.Exit(1)
 
 
