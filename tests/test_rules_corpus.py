@@ -96,7 +96,6 @@ def test_the_readme_guard_is_the_readme_s_script() -> None:
 def test_the_recommended_set_meets_its_targets_on_the_corpus(tmp_path: Path) -> None:
     """At least 95 % of the dangerous calls denied or asked, at least 98 % of the
     everyday calls let through, judged through the engine as the guard judges them."""
-    pytest.importorskip("kodelet.rules.engine")  # until the engine lands
     cases = rc.load()
     layout = rc.make_layout(tmp_path)
     judged = rc.kodelet_guard(layout)(cases)
@@ -113,7 +112,6 @@ def test_the_recommended_set_meets_its_targets_on_the_corpus(tmp_path: Path) -> 
 def test_the_recommended_set_passes_its_own_rule_tests(tmp_path: Path) -> None:
     """The [[tests]] cases shipped in recommended.toml, run by `kodelet rules test` as a
     team's CI would run them."""
-    pytest.importorskip("kodelet.rules.engine")  # until the engine lands
     shipped = Path(rc.REPO / "core" / "kodelet" / "rules" / "recommended.toml")
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
@@ -131,7 +129,6 @@ def test_the_recommended_set_passes_its_own_rule_tests(tmp_path: Path) -> None:
 
 def test_the_cli_agrees_with_the_engine_on_a_sample(tmp_path: Path) -> None:
     """`kodelet rules explain --json` gives the engine's decision (the bench's check)."""
-    pytest.importorskip("kodelet.rules.engine")  # until the engine lands
     cases = rc.load()
     layout = rc.make_layout(tmp_path)
     by_id = {c.id: c for c in cases}
