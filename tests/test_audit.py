@@ -3,6 +3,7 @@ private, whole, rotated and free of secrets."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
@@ -471,3 +472,41 @@ def test_an_export_configured_without_the_extra_says_so(
     assert json.loads(res.stdout)["blocked"] is True
     assert "configured but the otel extra is not installed" in res.stderr
     assert len(records(isolated_home)) == 1
+
+
+def test_the_agent_sdk_integration_logs_as_claude_agent_sdk(
+    project: Path, isolated_home: Path
+) -> None:
+    from kodelet.integrations.claude_agent_sdk import hooks
+
+    write_hook(project / ".kodelet" / "hooks", "guard", BLOCKING_HOOK % "no")
+    data = {
+        "session_id": "sdk-1",
+        "transcript_path": "",
+        "cwd": str(project),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf build"},
+    }
+    ((matcher,),) = [hooks()["PreToolUse"]]
+    (callback,) = matcher.hooks
+    out = asyncio.run(callback(data, "toolu_1", {"signal": None}))
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    [rec] = records(isolated_home)
+    assert (rec["agent"], rec["session"], rec["tool"], rec["input"]) == (
+        "claude-agent-sdk",
+        "sdk-1",
+        "bash",
+        "rm -rf build",
+    )
+
+
+def test_a_replays_decisions_are_logged_as_the_replays(project: Path, isolated_home: Path) -> None:
+    from tests.kit.replay import GUARD, replay_json
+
+    write_hook(project / ".kodelet" / "hooks", "guard", GUARD)
+    assert replay_json(project, "--my-hooks")["summary"]["calls_blocked"] == 1
+    [deny] = [r for r in records(isolated_home) if r["decision"] == "deny"]
+    assert (deny["agent"], deny["by"], deny["project"]) == ("replay", "hook:guard", str(project))
+    assert "rm -rf" in deny["input"]
