@@ -50,6 +50,34 @@ def test_readme_guardrail_blocks_rm_rf_and_allows_the_rest(tmp_path: Path) -> No
     ]
 
 
+def test_readme_first_guard_turns_the_recommended_rules_on(tmp_path: Path) -> None:
+    """The README's first guard, pasted into a fresh repository: the rules come on, the
+    forced push is refused by the rule the comment names, and explain names the rule
+    that holds a delete in the home folder; nothing else has to be set up."""
+    section = README.read_text().split("\n## Your first guard: the recommended rules\n", 1)
+    assert len(section) == 2, "README lost its first-guard section"
+    block = re.search(r"```bash\n(.*?)```", section[1], re.S)
+    assert block, "README lost the commands of its first guard"
+    script = block.group(1).replace("kodelet ", f"{sys.executable} -m kodelet ")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    done = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=tmp_path,
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("recommended rules are now on for this project"), lines
+    answer = json.loads(lines[1])
+    assert answer["blocked"] is True
+    assert answer["reason"].startswith("kodelet rule git-force-push (recommended): ")
+    assert "decided: ask by change-outside-project" in done.stdout
+    assert (tmp_path / ".kodelet" / "rules.toml").read_text().count("recommended") == 1
+
+
 def test_readme_guard_that_fails_blocks_unless_it_opts_out(tmp_path: Path) -> None:
     """What the README says of a failing guard: blocked, with the hook, what failed and
     the fix; its config.toml snippet lets the calls through."""
