@@ -209,7 +209,9 @@ def _shell(facts: Facts, text: str, parser: Parser, places: Places) -> Facts:
                     fact = seen.get((each, where))
                     if fact is None:
                         fact = resolve(each, cwd=where, places=places, home=home)
-                        seen[(each, where)] = fact = attrs.evolve(fact, raw=w.text)
+                        if each is not w:
+                            fact = attrs.evolve(fact, raw=w.text)
+                        seen[(each, where)] = fact
                     found.append(fact)
             return tuple(dict.fromkeys(found))
 
@@ -262,14 +264,16 @@ def is_secret(path: str, home: str) -> bool:
     """Whether a resolved path is one of :data:`SECRET_PATHS` or a folder holding them."""
     if not path or path.endswith(NOT_SECRET):
         return False
-    if home and path in {posixpath.join(home, d).rstrip("/") for d in SECRET_DIRS}:
-        return True
-    return any(_glob_re(p, home).match(path) for p in SECRET_PATHS)
+    home = home.rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        rel = "~" + path[len(home) :]
+        if rel.rstrip("/") in _SECRET_DIRS or _HOME_SECRETS.match(rel):
+            return True
+    return bool(_ANY_SECRETS.match(path))
 
 
-def _glob_re(pattern: str, home: str) -> re.Pattern[str]:
-    if pattern.startswith("~/"):
-        pattern = home.rstrip("/") + pattern[1:]
+def _glob_re(pattern: str) -> str:
+    """A regular expression for one glob of :data:`SECRET_PATHS` (``*``, ``**/``, ``**``)."""
     out = []
     i = 0
     while i < len(pattern):
@@ -286,7 +290,16 @@ def _glob_re(pattern: str, home: str) -> re.Pattern[str]:
             out.append(re.escape(pattern[i]))
             i += 1
     body = "".join(out)
-    return re.compile(body + "$" if body.startswith("/") else "(?:.*/)?" + body + "$")
+    return body if body.startswith(("/", "~")) else "(?:.*/)?" + body
+
+
+_SECRET_DIRS = frozenset(("~/" + d).rstrip("/") for d in SECRET_DIRS)
+_HOME_SECRETS = re.compile(
+    "(?:" + "|".join(_glob_re(p) for p in SECRET_PATHS if p.startswith("~/")) + r")\Z"
+)
+_ANY_SECRETS = re.compile(
+    "(?:" + "|".join(_glob_re(p) for p in SECRET_PATHS if not p.startswith("~/")) + r")\Z"
+)
 
 
 def _network(c: Command, raw: cmds.Raw) -> bool:
