@@ -206,7 +206,9 @@ def compile_when(rule: Rule) -> Callable[[dict[str, Any]], Any]:
     not CEL."""
     import celpy
 
-    env = celpy.Environment()
+    # Transpiled to Python once: cel-python's tree-walking interpreter took about 10 ms a
+    # condition, the compiled program a small fraction of it (BENCHMARKS.md, section 10).
+    env = celpy.Environment(runner_class=celpy.CompiledRunner)
     try:
         program = env.program(env.compile(rule.when))
     except Exception as exc:
