@@ -22,6 +22,8 @@ PLUGINS = "plugins"
 RECIPES = "recipes"
 SKILLS = "skills"
 CACHE = "cache"
+AUDIT = "audit"
+"""The decision log's folder (:mod:`kodelet.audit`), under the global root only."""
 CONFIG_FILE = "config.toml"
 # What a plugin repository may bring; anything else in it is not installed.
 PLUGIN_PARTS = (SKILLS, RECIPES, HOOKS)
@@ -58,6 +60,10 @@ def config_file(root: Path) -> Path:
 
 def cache_dir(root: Path) -> Path:
     return root / CACHE
+
+
+def audit_dir(root: Path) -> Path:
+    return root / AUDIT
 
 
 def claude_layout(tree: Path) -> bool:

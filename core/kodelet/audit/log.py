@@ -26,9 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AUDIT_DIR", "LINE_CAP", "LOG_NAME", "AuditWriteError", "DecisionLog"]
+from ..places import audit_dir
 
-AUDIT_DIR = "audit"
+__all__ = ["LINE_CAP", "LOG_NAME", "AuditWriteError", "DecisionLog"]
+
 LOG_NAME = "decisions.jsonl"
 LOCK_NAME = ".rotate.lock"
 LINE_CAP = 4000
@@ -48,7 +49,7 @@ class DecisionLog:
     """The log file of one global root. ``max_bytes`` and ``keep`` are ``[audit]``'s."""
 
     def __init__(self, root: Path, max_bytes: int, keep: int) -> None:
-        self.folder = root / AUDIT_DIR
+        self.folder = audit_dir(root)
         self.path = self.folder / LOG_NAME
         self.max_bytes = max_bytes
         self.keep = keep

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import attrs
 
-from ..places import CACHE, Places
+from ..places import AUDIT, CACHE, Places
 from ..rule_files import RULES_FILE, managed_dir
 
 __all__ = ["Fingerprint", "files", "fingerprint", "written_since"]
@@ -141,7 +141,7 @@ class _Taker:
         pending = [(root, top)]
         for directory, st in pending:  # grows as it goes
             for name, path in self.entries(directory, st):
-                if directory == root and name in (CACHE, WARM):
+                if directory == root and name in (CACHE, WARM, AUDIT):
                     continue  # kodelet's own writes, not what defines the runtime
                 inner = self.stat(path)
                 if inner is None or not stat.S_ISDIR(inner.st_mode) or name in NOT_WALKED:
