@@ -198,7 +198,7 @@ DYNAMIC = facts(cmd("", dynamic=True, text="$X -rf ~"))
 def test_a_dynamic_program_is_asked_about_by_default() -> None:
     v = Engine([rules(RM_HOME, "project")]).judge(DYNAMIC)
     assert (v.decision, v.rule, v.source) == ("ask", UNKNOWN, "builtin")
-    assert "decided only when it runs" in v.reason
+    assert "`$X -rf ~` runs a program decided only when it runs" in v.reason
 
 
 def test_on_unknown_of_the_strongest_tier_that_sets_it_decides() -> None:

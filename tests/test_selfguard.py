@@ -168,6 +168,8 @@ BLOCKED = [
     "kodelet claude uninstall",
     "kodelet --cwd . gemini install",
     "python -m kodelet hooks disable guard",
+    "kodelet rules disable recommended",
+    "kodelet rules enable recommended --scope user",
     # what the guard cannot read fails closed when it names a protected path
     "echo 'unclosed .kodelet",
     "case x in x) rm -rf .kodelet;; esac",
@@ -236,6 +238,9 @@ ALLOWED = [
     "kodelet --version",
     "kodelet plugins list",
     "kodelet hooks disable --help",
+    "kodelet rules explain 'rm -rf build'",
+    "kodelet rules list --json",
+    "kodelet rules test",
     ".kodelet/hooks/guard hook",
     "git clean -n",
     "X=1; echo $X",

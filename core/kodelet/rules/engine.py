@@ -220,10 +220,13 @@ class Engine:
             and facts.kind == "shell"
             and (facts.dynamic or facts.parse_error)
         ):
+            dynamic = next((c.text for c in facts.commands if c.dynamic), "")
+            shown = dynamic if len(dynamic) <= 80 else dynamic[:77] + "..."
             what = (
                 f"the command cannot be parsed ({facts.parse_error})"
                 if facts.parse_error
-                else "the program it runs is decided only when it runs ($VAR, $(...), eval)"
+                else f"`{shown}` runs a program decided only when it runs ($VAR, $(...), "
+                "eval, a string built at run time)"
             )
             reason = (
                 f"{what}, so no rule can judge it; write the command out plainly "

@@ -90,6 +90,7 @@ KODELET_READS = {
     "gemini": {"status"},
     "copilot": {"status"},
     "opencode": {"status"},
+    "rules": {"list", "explain", "test"},
     "agents": None,
     "replay": None,
     "verify": None,
