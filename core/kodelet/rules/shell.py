@@ -387,8 +387,13 @@ class Walk:
         got = commands.run(simple, self, ctx.depth)
         while len(words) > 1 and words[0].literal in ("builtin", "command"):
             words = words[1:]
+        if words and words[0].literal == "popd":
+            ctx.st.cds = (Word((("dyn", ""),)),)
         if words and words[0].literal in ("cd", "pushd"):
-            target = words[1] if len(words) > 1 else Word((("tilde", ""),))
+            rest = [
+                w for w in words[1:] if not (w.literal or "").startswith("-") or w.literal == "-"
+            ]
+            target = rest[0] if rest else Word((("tilde", ""),))
             # Past MAX_CDS changes of folder the folder is taken as unknown.
             cds = (*ctx.st.cds, target) if len(ctx.st.cds) < MAX_CDS else (Word((("dyn", ""),)),)
             ctx.st.cds = cds
@@ -436,6 +441,8 @@ class Walk:
         merged: list[Part] = []
         from_var = False
         for kind, value in parts:
+            if kind == "tilde" and value == "" and "HOME" in ctx.st.vars:
+                kind, value = "var", "HOME"  # HOME=/x; rm -rf ~
             if kind == "var" and value in ctx.st.vars:
                 known = ctx.st.vars[value]
                 from_var = True
@@ -488,8 +495,11 @@ class Walk:
                 out.append(("dyn", ""))
         elif kind == "expansion":
             body = _text(node)[2:-1]
+            name = body.split(":", 1)[0].split("?", 1)[0]
             if body.isidentifier():
                 out.append(("var", body))
+            elif name.isidentifier() and body[len(name) :].lstrip(":")[:1] == "?":
+                out.append(("var", name))  # ${HOME:?} is $HOME or an error
             else:
                 out.append(("dyn", ""))
                 for c in node.named_children:
