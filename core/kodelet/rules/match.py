@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,9 @@ NETWORK = frozenset(_NETWORK.split())
 """Programs a ``network`` flow side stands for, beside what facts.py calls a sink."""
 
 _CMD = re.compile(r"\bcmd\b")
+_CALL = re.compile(r"\bcall\b")
+KEPT = 256
+"""Commands whose condition answer a matcher keeps."""
 
 
 class Matcher:
@@ -41,7 +45,11 @@ class Matcher:
         :meth:`matches`)."""
         self.rule = rule
         self.uses_cmd = bool(rule.when) and bool(_CMD.search(rule.when))
+        self.uses_call = bool(rule.when) and bool(_CALL.search(rule.when))
         self._program: Callable[[dict[str, Any]], Any] | None = None
+        # A condition on ``cmd`` alone is a function of the command: its answers are
+        # kept (an agent runs the same commands again and again; CEL costs milliseconds).
+        self._seen: OrderedDict[Command, bool] = OrderedDict()
         if rule.when and not lazy:
             self._program = compile_when(rule)
 
@@ -92,10 +100,27 @@ class Matcher:
     def _when(self, call: Callable[[], Any], cmd: Command | None) -> bool:
         if not self.rule.when:
             return True
+        if cmd is None or self.uses_call:
+            return self._evaluate(call, cmd)
+        held = self._seen.get(cmd)
+        if held is not None:
+            self._seen.move_to_end(cmd)
+            return held
+        answer = self._seen[cmd] = self._evaluate(call, cmd)
+        if len(self._seen) > KEPT:
+            self._seen.popitem(last=False)
+        return answer
+
+    def _evaluate(self, call: Callable[[], Any], cmd: Command | None) -> bool:
         if self._program is None:
             self._program = compile_when(self.rule)
         try:
-            value = self._program({"call": call(), "cmd": None if cmd is None else _cel(cmd)})
+            value = self._program(
+                {
+                    "call": call() if self.uses_call else None,
+                    "cmd": None if cmd is None else _cel(cmd),
+                }
+            )
         except Exception:  # cannot be evaluated: fail closed
             return self.rule.decision != "allow"
         if _is_bool(value):
