@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -67,6 +68,7 @@ class Audit:
         """Why the last record could not be written ("" when it was)."""
         self._spans: Any = None
         self._warned_export = False
+        self._export_lock = threading.Lock()  # a warm kodelet's calls run in threads
 
     @classmethod
     def of(
@@ -120,7 +122,21 @@ class Audit:
         log.warning("audit: decision not logged: %s", why)
 
     def _emit(self, record: dict[str, Any]) -> None:
-        if self._spans is None:
+        with self._export_lock:
+            self._start_export()
+            spans = self._spans
+        if spans is None:
+            return
+        end = time.time_ns()
+        start = end - int(float(record.get("ms", 0)) * 1e6)
+        try:
+            spans.emit(record, start, end)
+        except Exception as exc:
+            log.warning("audit: OpenTelemetry export failed: %s", exc)
+
+    def _start_export(self) -> None:
+        """The exporter, built at the first record to send (the SDK costs its import)."""
+        if self._spans is None and self.export:
             if not otel.installed():
                 if not self._warned_export:
                     self._warned_export = True
@@ -134,17 +150,11 @@ class Audit:
             except Exception as exc:
                 self.export = ""
                 log.warning("audit: OpenTelemetry export off: %s", exc)
-                return
-        end = time.time_ns()
-        start = end - int(float(record.get("ms", 0)) * 1e6)
-        try:
-            self._spans.emit(record, start, end)
-        except Exception as exc:
-            log.warning("audit: OpenTelemetry export failed: %s", exc)
 
     def close(self) -> None:
         """Send what the export still holds (the runtime's close calls it)."""
-        spans, self._spans = self._spans, None
+        with self._export_lock:
+            spans, self._spans, self.export = self._spans, None, ""
         if spans is not None:
             try:
                 spans.close()
