@@ -321,3 +321,16 @@ def test_explain_names_the_unknown_command_rule(project: Path) -> None:
     assert "(decided at run time)" in res.stdout
     assert "deny  builtin:unknown-command" in res.stdout
     assert "decided: deny by builtin:unknown-command (project)" in res.stdout
+
+
+def test_hooks_list_says_a_refused_rule_file_blocks_every_call(
+    project: Path, tmp_path: Path
+) -> None:
+    target = rules_file(tmp_path / "elsewhere", NO_FORCE_PUSH)
+    link = project / ".kodelet" / "rules.toml"
+    link.symlink_to(target)
+    [row] = [r for r in _hook_rows(project) if r["name"] == "builtin:rules"]
+    assert str(row["reason"]).startswith(f"blocks every tool call: rule file {link} is refused")
+    listed = kodelet(project, "rules", "list")
+    assert listed.returncode == 2
+    assert f"rule file {link} is refused: it is a symbolic link" in listed.stderr
