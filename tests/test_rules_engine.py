@@ -633,3 +633,39 @@ def test_a_call_reaching_no_condition_does_not_import_cel(project: Path) -> None
         [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout.splitlines()[-1]) == [False, False]
+
+
+def test_one_engine_answers_calls_from_many_threads_as_it_answers_them_one_by_one() -> None:
+    # The warm kodelet answers calls in threads over one engine (parse cache, tree-sitter,
+    # kept condition answers): each thread must get the answer a lone call gets.
+    import threading
+
+    engine = Engine([rules('use = ["recommended"]')])
+    commands = [f"rm -rf build{i} ~/x{i} | tee log; git push -f o b{i}" for i in range(40)]
+    commands += [f"ls src{i} && pytest -k t{i}" for i in range(40)]
+
+    def verdict(command: str) -> tuple[str, str]:
+        v = engine.decide("bash", {"command": command}, cwd=PROJECT, project=PROJECT, home=HOME)
+        return v.decision, v.rule
+
+    alone = {c: verdict(c) for c in commands}
+    got: list[tuple[str, tuple[str, str]]] = []
+    failures: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(200):
+                c = commands[(k * 7 + i * 13) % len(commands)]
+                got.append((c, verdict(c)))
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert len(got) == 1200
+    assert all(alone[c] == v for c, v in got)
+    assert {d for d, _ in alone.values()} >= {"deny", "none"}

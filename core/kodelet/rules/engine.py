@@ -13,6 +13,7 @@ which no allow rule lifts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
@@ -149,6 +150,9 @@ class Engine:
         self.unknown_source = "builtin" if setter is None else setter.label
         self.active = any(m for _, m in self._matchers) or setter is not None
         self._parser: Parser | None = None
+        # The warm kodelet answers calls in threads; the parse cache, the tree-sitter
+        # parser and the matchers' kept answers are one engine's, so one call at a time.
+        self._lock = threading.RLock()
 
     def rule_count(self) -> dict[str, int]:
         """Rules in force per tier label, strongest first (what ``hooks list`` says)."""
@@ -186,20 +190,25 @@ class Engine:
         from .facts import derive
         from .shell import Parser
 
-        if self._parser is None:
-            self._parser = Parser(CACHE_SIZE)
-        return derive(
-            tool_name,
-            tool_input,
-            cwd=cwd,
-            project=project,
-            home=home,
-            kodelet_home=kodelet_home or f"{home.rstrip('/')}/.kodelet",
-            parser=self._parser,
-        )
+        with self._lock:
+            if self._parser is None:
+                self._parser = Parser(CACHE_SIZE)
+            return derive(
+                tool_name,
+                tool_input,
+                cwd=cwd,
+                project=project,
+                home=home,
+                kodelet_home=kodelet_home or f"{home.rstrip('/')}/.kodelet",
+                parser=self._parser,
+            )
 
     def judge(self, facts: Facts) -> Verdict:
         """The verdict on a call whose facts are known."""
+        with self._lock:
+            return self._judge(facts)
+
+    def _judge(self, facts: Facts) -> Verdict:
         held: list[Any] = []
 
         def call() -> Any:

@@ -11,6 +11,7 @@ the fix: a guard that cannot read its rules says no.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -54,6 +55,7 @@ class RulesGuard:
         self.problem = next((s.problem for s in sources if s.problem), "")
         self._sets = sets
         self._engine: Engine | None = None
+        self._lock = threading.Lock()
         self._note = ""
         if not self.problem:
             try:
@@ -65,9 +67,10 @@ class RulesGuard:
         """The engine, its conditions compiled as calls first reach them: a condition
         that does not compile blocks the call that reaches it and every call after (a
         rule whose fixed fields do not match decides nothing, whatever its condition)."""
-        if self._engine is None:
-            self._engine = Engine(self.files, sets=self._sets, lazy=True)
-        return self._engine
+        with self._lock:  # the warm kodelet's calls run in threads: build it once
+            if self._engine is None:
+                self._engine = Engine(self.files, sets=self._sets, lazy=True)
+            return self._engine
 
     @property
     def listing_note(self) -> str:
