@@ -105,6 +105,9 @@ def test_braces_expand_into_each_path(places: dict[str, str]) -> None:
     assert [z for *_, z in got] == ["project", "project", "system", "system", "system", "project"]
     assert {p.path for p in facts.writes} >= {"/etc", "/usr/bin", "/usr/lib"}
     assert facts.writes[0].raw == "{build,dist}"
+    for hostile in ("{" * 60000, "{a,b}" * 200, "{a,{b,{c,d}}}" * 60):
+        facts = derive("bash", {"command": "rm -rf " + hostile}, **places)
+        assert 1 <= len(facts.writes) <= 16
 
 
 def test_find_results_are_below_the_start(places: dict[str, str]) -> None:

@@ -287,6 +287,7 @@ def test_a_mode_is_not_mistaken_for_flags(places: dict[str, str]) -> None:
         ("tar czf out.tgz src", "tar", ["out.tgz"], ["src"]),
         ("mkfs.ext4 /dev/sdb1", "mkfs.ext4", ["/dev/sdb1"], []),
         ("echo x 2>/dev/null", "echo", [], []),
+        ("cat été.txt > résumé.md", "cat", ["résumé.md"], ["été.txt"]),
         ("sort d | uniq -c > counts.txt", "uniq", ["counts.txt"], []),
         ("true && echo x >> log.txt", "echo", ["log.txt"], []),
         ("cat <<EOF > out.txt\nhi\nEOF", "cat", ["out.txt"], []),
@@ -485,6 +486,22 @@ def test_importing_the_rules_package_does_not_import_tree_sitter() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_characters_that_crash_the_grammar_are_not_shown_to_it() -> None:
+    """tree-sitter-bash reads out of bounds (a segfault, at random) on ``{`` followed by
+    some characters past U+FFFF; a separate process parses them many times."""
+    code = (
+        "from kodelet.rules.shell import Parser\n"
+        "p = Parser(size=0)\n"
+        "for i in range(1000):\n"
+        "    for t in ('{\\U000d2eb0', '{\\U0010ffff a', 'x{\\U000d2eb0}'):\n"
+        "        p.parse(t)\n"
+        "print(Parser().parse('rm -rf ~/r\\u00e9sum\\u00e9 {\\U000d2eb0').commands[0].args)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert "résumé" in out.stdout
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

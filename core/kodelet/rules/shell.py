@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import codecs
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -137,6 +137,7 @@ class Walk:
         self.error = ""
         self._extra: dict[int, list[Any]] = {}  # redirects the grammar hung on a list
         self.steps = 0
+        self.data = b""  # the text being walked (nested parses swap their own in)
 
     # -- entry points used by .commands -------------------------------------------------
     def emit(self, raw: Raw) -> int:
@@ -165,8 +166,22 @@ class Walk:
             self.fail(f"command too long to judge ({len(text)} characters)")
             return []
         data = text.encode("utf-8", "surrogatepass")
-        root = self.parser.tree(data).root_node
-        return self.walk(root, _Ctx(st, via, upstream, depth))
+        # tree-sitter-bash reads out of bounds on some characters past U+FFFF after `{`
+        # (a crash, at random); no byte >= 0x80 is shell syntax, so the grammar sees
+        # ASCII of the same length and the words' text is taken from the real bytes.
+        root = self.parser.tree(data.translate(_ASCII)).root_node
+        outer, self.data = self.data, data
+        try:
+            return self.walk(root, _Ctx(st, via, upstream, depth))
+        finally:
+            self.data = outer
+
+    def text(self, node: Any) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def snippet(self, node: Any) -> str:
+        text = self.text(node)
+        return text if len(text) <= 40 else text[:37] + "..."
 
     # -- statements ----------------------------------------------------------------------
     def walk(self, node: Any, ctx: _Ctx) -> list[int]:
@@ -182,7 +197,7 @@ class Walk:
             return []
         kind = node.type
         if kind == "ERROR" or node.is_missing:
-            self.fail(f"cannot parse the command near {_snippet(node)!r}")
+            self.fail(f"cannot parse the command near {self.snippet(node)!r}")
         if kind in _SKIP or not node.is_named:
             return []
         ctx = attrs.evolve(ctx, nest=ctx.nest + 1)
@@ -203,16 +218,18 @@ class Walk:
             return self.declaration(node, ctx)
         if kind == "unset_command":
             for c in node.named_children:
-                ctx.st.vars.pop(_text(c), None)
+                ctx.st.vars.pop(self.text(c), None)
             return []
         if kind == "function_definition":
             return self.function(node, ctx)
-        if kind == "while_statement" and _spawns_forever(node):
-            self.emit(Raw(program=FORK_BOMB, text=_text(node), via=ctx.via, upstream=ctx.upstream))
+        if kind == "while_statement" and _spawns_forever(node, self.text):
+            self.emit(
+                Raw(program=FORK_BOMB, text=self.text(node), via=ctx.via, upstream=ctx.upstream)
+            )
         if kind == "for_statement":
             var = node.child_by_field_name("variable")
             if var is not None:
-                ctx.st.vars[_text(var)] = None
+                ctx.st.vars[self.text(var)] = None
         if kind in _WORDISH:
             out: list[int] = []
             self.word(node, ctx, out)
@@ -288,7 +305,7 @@ class Walk:
         word = self.word(value, ctx, out) if value is not None else Word((("lit", ""),))
         if name is not None and name.type == "variable_name":
             literal = word.literal
-            ctx.st.vars[_text(name)] = literal if "\n" not in (literal or "\n") else None
+            ctx.st.vars[self.text(name)] = literal if "\n" not in (literal or "\n") else None
         return out
 
     def declaration(self, node: Any, ctx: _Ctx) -> list[int]:
@@ -298,7 +315,7 @@ class Walk:
             if c.type == "variable_assignment":
                 out.extend(self.assign(c, ctx))
             elif c.type == "variable_name":
-                words.append(Word((("lit", _text(c)),)))
+                words.append(Word((("lit", self.text(c)),)))
             elif c.is_named:
                 words.append(self.word(c, ctx, out))
             elif c.type in ("export", "declare", "local", "readonly", "typeset"):
@@ -313,10 +330,10 @@ class Walk:
         out: list[int] = []
         if name_node is None or body is None:
             return out
-        name = _text(name_node)
-        if _forks_itself(name, body):
+        name = self.text(name_node)
+        if _forks_itself(name, body, self.text):
             idx = self.emit(
-                Raw(program=FORK_BOMB, text=_text(node), via=ctx.via, upstream=ctx.upstream)
+                Raw(program=FORK_BOMB, text=self.text(node), via=ctx.via, upstream=ctx.upstream)
             )
             out.append(idx)
         inner = attrs.evolve(ctx, st=ctx.st.copy(), via=(*ctx.via, "function"))
@@ -335,7 +352,7 @@ class Walk:
                 out.extend(self.assign(c, sub))
                 name = c.child_by_field_name("name")
                 if name is not None:
-                    assigns.append(_text(name))
+                    assigns.append(self.text(name))
             elif c.type == "command_name":
                 for part in c.named_children:
                     words.append(self.word(part, ctx, out))
@@ -378,7 +395,7 @@ class Walk:
             assigns=tuple(assigns),
             redirects=tuple(redirects),
             stdin=tuple(stdin),
-            text=_text(node),
+            text=self.text(node),
             via=ctx.via,
             upstream=ctx.upstream,
             inner=tuple(inner),
@@ -413,14 +430,14 @@ class Walk:
                 for c in body.named_children:
                     if c.type != "heredoc_content":
                         self.word(c, ctx, inner)
-                stdin.append(Word((("lit", _text(body)),)))
+                stdin.append(Word((("lit", self.text(body)),)))
             return
         op = ""
         fd = ""
         target: Word | None = None
         for c in node.children:
             if c.type == "file_descriptor":
-                fd = _text(c)
+                fd = self.text(c)
             elif not c.is_named:
                 op = c.type
             elif target is None:
@@ -464,7 +481,7 @@ class Walk:
         kind = node.type
         glob = False
         if kind == "word" or kind == "number" or (kind == "brace_expression"):
-            raw = _text(node)
+            raw = self.text(node)
             if not quoted and first and raw.startswith("~"):
                 head, sep, rest = raw[1:].partition("/")
                 if all(ch.isalnum() or ch in "._-" for ch in head):
@@ -474,27 +491,27 @@ class Walk:
             if text:
                 out.append(("lit", text))
         elif kind == "raw_string":
-            out.append(("lit", _text(node)[1:-1]))
+            out.append(("lit", self.text(node)[1:-1]))
         elif kind == "ansi_c_string":
-            out.append(_ansi_c(_text(node)[2:-1]))
+            out.append(_ansi_c(self.text(node)[2:-1]))
         elif kind in ("string", "translated_string"):
             for c in node.named_children:
                 self._parts(c, ctx, inner, out, quoted=True, first=False)
-            if not node.named_children and _text(node).endswith('""') is False:
+            if not node.named_children and self.text(node).endswith('""') is False:
                 out.append(("lit", ""))
         elif kind == "string_content":
-            out.append(("lit", _dq_unescape(_text(node))))
+            out.append(("lit", _dq_unescape(self.text(node))))
         elif kind == "concatenation":
             for i, c in enumerate(node.children):
                 glob |= self._parts(c, ctx, inner, out, quoted, first and i == 0)
         elif kind == "simple_expansion":
-            name = _text(node)[1:]
+            name = self.text(node)[1:]
             if name.isidentifier():
                 out.append(("var", name))
             else:
                 out.append(("dyn", ""))
         elif kind == "expansion":
-            body = _text(node)[2:-1]
+            body = self.text(node)[2:-1]
             name = body.split(":", 1)[0].split("?", 1)[0]
             if body.isidentifier():
                 out.append(("var", body))
@@ -522,13 +539,8 @@ class Walk:
         return glob
 
 
-def _text(node: Any) -> str:
-    return bytes(node.text).decode("utf-8", "replace")
-
-
-def _snippet(node: Any) -> str:
-    text = _text(node)
-    return text if len(text) <= 40 else text[:37] + "..."
+_ASCII = bytes(range(128)) + b"a" * 128
+"""Every byte >= 0x80 read as ``a``: what the grammar is shown in place of the text."""
 
 
 def _unescape(raw: str, quoted: bool) -> tuple[str, bool]:
@@ -574,7 +586,7 @@ def _ansi_c(body: str) -> Part:
         return ("dyn", "")
 
 
-def _forks_itself(name: str, body: Any) -> bool:
+def _forks_itself(name: str, body: Any, text: Callable[[Any], str]) -> bool:
     """The body runs ``name`` in a pipe, in the background, or more than once."""
     calls = 0
     risky = False
@@ -585,7 +597,7 @@ def _forks_itself(name: str, body: Any) -> bool:
         seen += 1
         if node.type == "command":
             cname = node.child_by_field_name("name")
-            if cname is not None and _text(cname) == name:
+            if cname is not None and text(cname) == name:
                 calls += 1
                 nxt = node.next_sibling
                 if in_pipe or (nxt is not None and nxt.type == "&"):
@@ -598,11 +610,11 @@ def _forks_itself(name: str, body: Any) -> bool:
 _FOREVER = frozenset({"true", ":", "[ 1 ]", "[[ 1 ]]", "((1))", "(( 1 ))", "/bin/true"})
 
 
-def _spawns_forever(node: Any) -> bool:
+def _spawns_forever(node: Any, text: Callable[[Any], str]) -> bool:
     """``while true; do CMD & done``: an endless loop that starts a background process."""
     cond = node.child_by_field_name("condition")
     body = node.child_by_field_name("body")
-    if cond is None or body is None or _text(cond).strip().rstrip(";").strip() not in _FOREVER:
+    if cond is None or body is None or text(cond).strip().rstrip(";").strip() not in _FOREVER:
         return False
     stack = [body]
     seen = 0

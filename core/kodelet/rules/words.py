@@ -67,16 +67,22 @@ def join(words: list[Word] | tuple[Word, ...], sep: str = " ") -> Word:
 
 
 MAX_BRACES = 16
+MAX_BRACE_TEXT = 1024
+"""Longer words are not brace-expanded (the search for groups is quadratic in length)."""
 
 
 def braces(word: Word) -> list[Word]:
     """The words bash makes of ``word`` by brace expansion (``/{etc,usr}`` is ``/etc``
     and ``/usr``; ``~/{,}`` is ``~/`` twice), at most :data:`MAX_BRACES` of them. A quoted
     brace is expanded too: one word too many is harmless where paths are judged."""
+    if sum(len(v) for _, v in word.parts) > MAX_BRACE_TEXT:
+        return [word]
     out: list[Word] = []
     todo = [word]
-    while todo and len(out) < MAX_BRACES:
-        w = todo.pop(0)
+    steps = 0
+    while todo and len(out) < MAX_BRACES and steps < 4 * MAX_BRACES:
+        steps += 1
+        w = todo.pop()
         for i, (kind, value) in enumerate(w.parts):
             if kind != "lit":
                 continue
@@ -84,7 +90,7 @@ def braces(word: Word) -> list[Word]:
             if group is None:
                 continue
             start, end, choices = group
-            for choice in choices[:MAX_BRACES]:
+            for choice in reversed(choices[:MAX_BRACES]):
                 part = ("lit", value[:start] + choice + value[end:])
                 todo.append(attrs.evolve(w, parts=(*w.parts[:i], part, *w.parts[i + 1 :])))
             break
