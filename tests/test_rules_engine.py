@@ -355,6 +355,38 @@ when = 'size(call.commands) > 2 && call.cwd.startsWith("/work")'
     assert decide([rf], facts(cmd("a"), cmd("b")))[0] == "none"
 
 
+class _Raising:
+    """A compiled CEL program that raises on every call, as a transpiler bug would."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        pass
+
+    def evaluate(self, activation: Any) -> Any:
+        raise TypeError("transpiler bug")
+
+
+@pytest.mark.parametrize("stage", ["compile", "evaluate"])
+def test_a_condition_the_transpiler_fails_on_is_decided_by_the_interpreter(
+    monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    """Conditions run transpiled for speed; where cel-python's transpiler cannot compile
+    one or raises on a call, the interpreter's answer stands (not a fail-closed deny)."""
+    import celpy
+
+    if stage == "compile":
+
+        class Failing(celpy.CompiledRunner):  # type: ignore[misc]
+            def __init__(self, *args: Any, **kw: Any) -> None:
+                raise ValueError("cannot transpile")
+
+        monkeypatch.setattr(celpy, "CompiledRunner", Failing)
+    else:
+        monkeypatch.setattr(celpy, "CompiledRunner", _Raising)
+    rf = rules(CHMOD)
+    assert decide([rf], facts(cmd("chmod", args=("777", "x"))))[0] == "ask"
+    assert decide([rf], facts(cmd("chmod", args=("644", "x"))))[0] == "none"
+
+
 def test_a_cel_error_fails_closed_for_deny_and_open_for_allow() -> None:
     deny = rules(
         '[[rules]]\nname = "d"\ndecision = "deny"\nreason = "r"\nwhen = "cmd.nosuch > 1"\n',

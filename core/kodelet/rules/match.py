@@ -228,19 +228,38 @@ def cel_value(facts: Facts) -> Any:
 
 def compile_when(rule: Rule) -> Callable[[dict[str, Any]], Any]:
     """The rule's ``when``, compiled; :class:`RuleFileError` (naming the rule) when it is
-    not CEL."""
+    not CEL.
+
+    Transpiled to Python once (cel-python's ``CompiledRunner``): its tree-walking
+    interpreter took about 10 ms a condition, the compiled program a small fraction of
+    it. The transpiler is younger than the interpreter, so an expression it cannot
+    compile, or a call it raises on, is given to the interpreter: the answer is the
+    interpreter's either way, only the time differs."""
     import celpy
 
-    # Transpiled to Python once: cel-python's tree-walking interpreter took about 10 ms a
-    # condition, the compiled program a small fraction of it (BENCHMARKS.md, section 10).
-    env = celpy.Environment(runner_class=celpy.CompiledRunner)
+    def build(runner: type[Any]) -> Any:
+        env = celpy.Environment(runner_class=runner)
+        return env.program(env.compile(rule.when))
+
     try:
-        program = env.program(env.compile(rule.when))
+        interpreted = build(celpy.InterpretedRunner)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise RuleFileError(
             f"{rule.origin}: rule {rule.name!r}: when is not a CEL expression ({first}); "
             "see docs/RULES.md, Conditions"
         ) from None
-    evaluate: Callable[[dict[str, Any]], Any] = program.evaluate
+    try:
+        compiled = build(celpy.CompiledRunner)
+    except Exception:
+        slow: Callable[[dict[str, Any]], Any] = interpreted.evaluate
+        return slow
+
+    def evaluate(activation: dict[str, Any]) -> Any:
+        try:
+            value = compiled.evaluate(activation)
+        except Exception:
+            return interpreted.evaluate(activation)
+        return value if _is_bool(value) else interpreted.evaluate(activation)
+
     return evaluate

@@ -10,6 +10,7 @@ and where it came from; finding the files on disk is the composition layer's wor
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -114,9 +115,10 @@ class Rule:
     via: tuple[str, ...] = ()
     when: str = ""
 
-    @property
+    @functools.cached_property
     def command_level(self) -> bool:
-        """Whether some field must hold for one command (or a file tool's file)."""
+        """Whether some field must hold for one command (or a file tool's file); asked
+        of every rule on every call, so worked out once."""
         return any(getattr(self, f) for f in COMMAND_FIELDS)
 
     def to_dict(self) -> dict[str, Any]:
