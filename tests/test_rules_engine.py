@@ -701,3 +701,21 @@ def test_one_engine_answers_calls_from_many_threads_as_it_answers_them_one_by_on
     assert len(got) == 1200
     assert all(alone[c] == v for c, v in got)
     assert {d for d, _ in alone.values()} >= {"deny", "none"}
+
+
+def test_warming_a_runtime_builds_the_rules_engine_and_every_condition(project: Path) -> None:
+    """The warm kodelet warms its runtime as it starts: the rules' engine, the bash
+    grammar and every condition are built then, not by the first calls."""
+    _write_rules(project / ".kodelet", 'use = ["recommended"]\n')
+    with load_runtime(cwd=project, entry_points=False) as rt:
+        guard = rt.pm.get_plugin("builtin:rules")
+        assert guard._engine is None
+        rt.warm_up(str(project))
+        engine = guard._engine
+        assert engine is not None and engine._parser is not None
+        conditions = [m for _, ms in engine._matchers for m in ms if m.rule.when]
+        assert conditions and all(m._program is not None for m in conditions)
+        payload = BeforeToolCallPayload(
+            conv_id="c", cwd=".", tool_name="bash", tool_input={"command": "git push --force"}
+        )
+        assert rt.dispatch(payload).result.blocked

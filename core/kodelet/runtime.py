@@ -200,6 +200,11 @@ class Runtime:
         start, so its first calls are as quick as the later ones)."""
         for adapter in list(self.adapters.values()):
             adapter.warm_up(cwd)
+        for info in list(self.plugins):
+            # A built-in may build what its first call would (builtin:rules, its engine).
+            warm = getattr(info.plugin, "warm_up", None) if info.kind is Source.BUILTIN else None
+            if callable(warm):
+                warm()
 
     def hold(self, signum: int) -> bool:
         """Whether a signal must wait for a hook being started (then it comes again)."""

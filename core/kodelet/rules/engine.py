@@ -154,6 +154,15 @@ class Engine:
         # parser and the matchers' kept answers are one engine's, so one call at a time.
         self._lock = threading.RLock()
 
+    def warm_up(self, project: str, home: str) -> None:
+        """Import and build what the first call would (the bash grammar, CEL's parser,
+        every condition), so the warm kodelet's first calls do not pay about a second."""
+        with self._lock:
+            for _, matchers in self._matchers:
+                for m in matchers:
+                    m.prepare()
+        self.facts("bash", {"command": "true"}, cwd=project, project=project, home=home)
+
     def rule_count(self) -> dict[str, int]:
         """Rules in force per tier label, strongest first (what ``hooks list`` says)."""
         return {layer.label: len(m) for layer, m in self._matchers}

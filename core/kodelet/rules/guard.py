@@ -72,6 +72,11 @@ class RulesGuard:
                 self._engine = Engine(self.files, sets=self._sets, lazy=True)
             return self._engine
 
+    def warm_up(self) -> None:
+        """Build the engine now (the warm kodelet's start), not at the first call."""
+        if not self.problem:
+            self.engine().warm_up(self.project, self.home)
+
     @property
     def listing_note(self) -> str:
         """What ``hooks list`` and ``status`` say of the rules in force: each tier and

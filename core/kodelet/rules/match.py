@@ -10,6 +10,7 @@ evaluated matches, an ``allow`` rule does not.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -52,6 +53,14 @@ class Matcher:
         self._seen: OrderedDict[Command, bool] = OrderedDict()
         if rule.when and not lazy:
             self._program = compile_when(rule)
+
+    def prepare(self) -> None:
+        """Compile ``when`` now, ahead of the first call (the warm kodelet's start). A
+        condition that does not compile is left to that call, which is refused then as
+        it would be without this (the warm answer is the in-process one)."""
+        if self.rule.when and self._program is None:
+            with contextlib.suppress(RuleFileError):
+                self._program = compile_when(self.rule)
 
     def matches(self, facts: Facts, call: Callable[[], Any]) -> bool:
         """Whether the rule matches; ``call`` gives the CEL value of ``facts`` (built once
