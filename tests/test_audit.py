@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 from kodelet import hookimpl, load_runtime
 from kodelet.audit.log import DecisionLog
+from kodelet.kinds import Source
 from kodelet.payloads import BeforeToolCallPayload
 from kodelet.secrets import redact
 from kodelet.testing import write_hook
+from kodelet.trace import Outcome
 from kodelet.warm import control
 
 from tests.kit.cli import no_traceback, run_before_tool_call, run_kodelet
@@ -514,3 +516,19 @@ def test_a_replays_decisions_are_logged_as_the_replays(project: Path, isolated_h
     [deny] = [r for r in records(isolated_home) if r["decision"] == "deny"]
     assert (deny["agent"], deny["by"], deny["project"]) == ("replay", "hook:guard", str(project))
     assert "rm -rf" in deny["input"]
+
+
+def test_a_record_too_long_for_one_append_is_cut_to_fit(tmp_path: Path) -> None:
+    from kodelet.audit import Audit
+    from kodelet.audit.log import LINE_CAP
+
+    log = DecisionLog(tmp_path, max_bytes=1 << 20, keep=1)
+    sink = Audit(log, project="/p" + "ü" * 400, agent="claude")
+    reason = "kodelet rule wide (user): " + "🦀" * 2000
+    payload = BeforeToolCallPayload(tool_name="bash", tool_input={"command": "é" * 9000})
+    sink.dispatched(payload, [("guard", Source.EXECUTABLE, Outcome.BLOCKED, 0.01, None, reason)])
+    assert sink.failed == ""
+    [line] = log.path.read_bytes().splitlines(keepends=True)
+    assert len(line) <= LINE_CAP
+    rec = json.loads(line)
+    assert rec["reason"].startswith("kodelet rule wide (user): 🦀") and rec["input"].startswith("é")
