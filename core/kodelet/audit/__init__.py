@@ -25,7 +25,6 @@ from ..config import AuditSettings
 from ..events import Event
 from ..payloads import BasePayload
 from ..trace import Outcome, RawRecord
-from . import otel
 from .log import LINE_CAP, AuditWriteError, DecisionLog
 
 __all__ = ["AUDITED", "Audit", "AuditWriteError", "DecisionLog", "export_state"]
@@ -78,11 +77,16 @@ class Audit:
         """The sink ``[audit]`` asks for, or None when it is switched off."""
         if not settings.enabled:
             return None
+        export = ""
+        if settings.otlp_endpoint or settings.otel:  # the export's module only then
+            from . import otel
+
+            export = otel.endpoint(settings.otlp_endpoint, settings.otel, env)
         return cls(
             DecisionLog(global_root, settings.max_bytes, settings.keep),
             project=project,
             agent=agent,
-            export=otel.endpoint(settings.otlp_endpoint, settings.otel, env),
+            export=export,
         )
 
     def dispatched(
@@ -137,6 +141,8 @@ class Audit:
     def _start_export(self) -> None:
         """The exporter, built at the first record to send (the SDK costs its import)."""
         if self._spans is None and self.export:
+            from . import otel
+
             if not otel.installed():
                 if not self._warned_export:
                     self._warned_export = True
@@ -178,6 +184,8 @@ def _fit(record: dict[str, Any]) -> dict[str, Any]:
 def export_state(settings: AuditSettings, env: Mapping[str, str]) -> tuple[bool, str]:
     """(fine, what to say) of the OpenTelemetry export, for ``kodelet audit --check``:
     configured but not installed is not fine, and says so."""
+    from . import otel
+
     where = otel.endpoint(settings.otlp_endpoint, settings.otel, env)
     if not settings.enabled:
         return True, "off ([audit] enabled = false)"
