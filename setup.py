@@ -19,9 +19,13 @@ from setuptools.dist import Distribution
 build_scripts = Distribution().get_command_class("build_scripts")
 
 
-def compiler() -> str | None:
-    """The C compiler to build the native client with; None: the Python client."""
-    if os.environ.get("KODELET_NATIVE_CLIENT", "") in ("0", "no", "off"):
+def compiler(editable: bool) -> str | None:
+    """The C compiler to build the native client with; None: the Python client. An
+    editable install builds it where a compiler is; a wheel only when asked to
+    (``KODELET_NATIVE_CLIENT=1``: the wheel is then this platform's, not a
+    ``py3-none-any`` one to publish); ``KODELET_NATIVE_CLIENT=0`` never does."""
+    wanted = os.environ.get("KODELET_NATIVE_CLIENT", "")
+    if wanted in ("0", "no", "off") or not (editable or wanted in ("1", "yes", "on")):
         return None
     chosen = os.environ.get("CC") or "cc"
     return chosen if shutil.which(chosen.split()[0]) else None
@@ -33,7 +37,7 @@ class KodeletDistribution(Distribution):
     another platform's pip would install with a program it cannot run."""
 
     def has_ext_modules(self) -> bool:
-        return compiler() is not None
+        return compiler(editable=False) is not None
 
 
 NATIVE = os.path.join("core", "kodelet", "warm", "native")
@@ -57,9 +61,9 @@ class BuildNativeClient(build_scripts):
 
     def run(self) -> None:
         super().run()
-        cc = compiler()
+        cc = compiler(self.editable_mode)
         if cc is None:
-            print("kodelet-hook: no C compiler (or KODELET_NATIVE_CLIENT=0): the Python client")
+            print("kodelet-hook: the Python client (no C compiler, or KODELET_NATIVE_CLIENT)")
             return
         if self.editable_mode:
             package = os.path.abspath(os.path.join("core", "kodelet"))

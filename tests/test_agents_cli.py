@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kodelet.warm.native_client import native_path
 
 from tests.kit.claude import our_commands as commands
 from tests.kit.cli import run_kodelet as kodelet
@@ -49,7 +50,7 @@ def test_install_keeps_everything_else_is_idempotent_and_uninstall_restores(
     assert data["hooks"]["PreToolUse"][0] == OTHER["hooks"]["PreToolUse"][0]
     ours = commands(data)
     for event in events:
-        assert ours[event] == [f"kodelet claude hook --agent {agent}"], event
+        assert ours[event] == [f"kodelet-hook claude hook --agent {agent}"], event
     assert path.with_name(path.name + ".bak").read_text() == before
     again = kodelet(agent, "install", cwd=tmp_path)
     assert again.stdout.startswith("unchanged:"), again.stdout
@@ -64,7 +65,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path, agent: str) 
     proc = kodelet(agent, "install", "--dry-run", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("--- /dev/null")
-    assert f'+            "command": "kodelet claude hook --agent {agent}"' in proc.stdout
+    assert f'+            "command": "kodelet-hook claude hook --agent {agent}"' in proc.stdout
     assert not (tmp_path / AGENTS[agent][0]).exists()
 
 
@@ -76,8 +77,12 @@ def test_user_scope_runs_the_lean_client_and_follows_codex_home(
     proc = kodelet("codex", "install", "--scope", "user", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     command = commands(json.loads((elsewhere / "hooks.json").read_text()))["PreToolUse"][0]
-    assert command.startswith(f"{sys.executable} -I -S ")
-    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex --scope user")
+    native = native_path()  # the native client where this install built one
+    if native is not None:
+        assert command == f"{native} claude hook --agent codex --scope user"
+    else:
+        assert command.startswith(f"{sys.executable} -I -S ")
+        assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex --scope user")
     assert not (Path.home() / ".codex").exists()
     proc = kodelet("codex", "uninstall", "--scope", "user", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -207,7 +212,7 @@ def test_readme_installs_one_guard_into_two_agents(tmp_path: Path, isolated_home
         ("codex", ".codex/hooks.json", "exec_command"),
     ]:
         data = json.loads((tmp_path / where).read_text())
-        command = commands(data)["PreToolUse"][0].replace("kodelet ", kodelet_cmd)
+        command = commands(data)["PreToolUse"][0]  # kodelet-hook, on this PATH
         call = {
             "session_id": "s",
             "cwd": str(tmp_path),
@@ -216,8 +221,10 @@ def test_readme_installs_one_guard_into_two_agents(tmp_path: Path, isolated_home
             "tool_input": {"command": "rm -rf /"},
             "tool_use_id": "t",
         }
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
         proc = subprocess.run(command, shell=True, input=json.dumps(call), cwd=tmp_path,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+                              env={**os.environ, "PATH": path}, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
         specific = json.loads(proc.stdout)["hookSpecificOutput"]
         assert specific["permissionDecision"] == "deny", agent
         assert specific["permissionDecisionReason"] == "no rm -rf here", agent

@@ -394,12 +394,12 @@ def test_install_keeps_everything_else_and_is_idempotent(
     commands = our_commands(data)
     assert all(len(commands[e]) == 1 for e in MAPPED)
     command = unguarded(commands["PreToolUse"][0])
-    # The shared project file names kodelet on PATH; the others this machine's own, and
+    # The shared project file names kodelet-hook on PATH; the others this machine's own, and
     # their scope, to stand down for a project entry that does the work.
     tail = " claude hook" if scope == "project" else f" claude hook --scope {scope}"
     assert command.endswith(tail)
     exe = command.rsplit(tail, 1)[0].split(" ")[0]
-    assert exe == "kodelet" if scope == "project" else os.path.isabs(exe)
+    assert exe == "kodelet-hook" if scope == "project" else os.path.isabs(exe)
     pre = data["hooks"]["PreToolUse"][1]["hooks"][0]
     assert pre["onFailure"] == "block"
     assert "onFailure" not in data["hooks"]["Stop"][0]["hooks"][0]

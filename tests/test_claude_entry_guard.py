@@ -53,10 +53,10 @@ def test_the_project_entry_without_kodelet_on_path_blocks_naming_the_fix(project
     write_guard(project)
     kodelet(project, "claude", "install")
     command = pre_tool_command(project / ".claude" / "settings.json")
-    assert unguarded(command) == "kodelet claude hook" and is_own_command(command)
+    assert unguarded(command) == "kodelet-hook claude hook" and is_own_command(command)
     missing = run_entry(command, project, "/usr/bin:/bin", pre_tool(project))
     assert missing.returncode == 2  # Claude Code blocks the call and shows stderr
-    assert "kodelet command is not on the PATH Claude Code starts hooks with" in missing.stderr
+    assert "kodelet-hook command is not on the PATH Claude Code starts hooks with" in missing.stderr
     assert "Installing kodelet" in missing.stderr and ".claude/settings.json" in missing.stderr
     found = run_entry(
         command, project, f"{Path(sys.executable).parent}:/usr/bin:/bin", pre_tool(project)

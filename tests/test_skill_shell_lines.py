@@ -125,7 +125,7 @@ def test_install_writes_the_event_blocking_when_kodelet_cannot_run(project: Path
     data = json.loads((project / ".claude" / "settings.json").read_text())
     (entry,) = [h for g in data["hooks"]["PreSkillShellCommand"] for h in g["hooks"]]
     assert entry == {"type": "command", "command": entry["command"], "onFailure": "block"}
-    assert unguarded(entry["command"]) == "kodelet claude hook" != entry["command"]
+    assert unguarded(entry["command"]) == "kodelet-hook claude hook" != entry["command"]
 
 
 def test_a_claude_settings_hook_on_the_event_runs_for_skill_lines_only() -> None:

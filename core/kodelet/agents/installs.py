@@ -49,14 +49,23 @@ def declared_scope(command: str) -> str | None:
 
 
 def lean_command(*args: str) -> str:
-    """This interpreter's lean client of the warm kodelet, by absolute path, with
-    ``args``: no site, no kodelet import per call (docs/HOSTS.md), and no venv to
-    activate."""
+    """This installation's client of the warm kodelet, by absolute path, with ``args``:
+    its native client (``kodelet-hook``) where it has one, else this interpreter's lean
+    client (no site, no kodelet import per call: docs/HOSTS.md); no venv to activate."""
     return " ".join(shlex.quote(w) for w in lean_words(*args))
 
 
 def lean_words(*args: str) -> list[str]:
     """:func:`lean_command` as words (what an entry's command splits into)."""
+    from ..warm.native_client import native_path
+
+    native = native_path()
+    return [native, *args] if native else python_words(*args)
+
+
+def python_words(*args: str) -> list[str]:
+    """This interpreter's lean client, by absolute path: what local and user entries ran
+    before the native client, and run where there is none."""
     return [sys.executable, "-I", "-S", str(_LEAN), *args]
 
 
@@ -85,7 +94,7 @@ def runs_this_kodelet(
     """``command`` is the entry install writes for ``scope`` and starts this kodelet
     with the agent's ``env``: the shared file's ``kodelet claude hook``, found on PATH
     outside ``project``; any other file's this interpreter's lean client."""
-    from ..claude.installed import PROJECT_COMMAND
+    from ..claude.installed import OLD_PROJECT_COMMAND, PROJECT_COMMAND
     from . import DEFAULT
 
     agent = () if dialect is DEFAULT else ("--agent", dialect.name)
@@ -93,8 +102,9 @@ def runs_this_kodelet(
     if words is None:
         return False
     if scope != "project":
-        return words == (*lean_words("claude", "hook", *agent, "--scope", scope),)
-    if words != (*PROJECT_COMMAND.split(), *agent):
+        args = ("claude", "hook", *agent, "--scope", scope)
+        return words in ((*lean_words(*args),), (*python_words(*args),))
+    if words not in ((*PROJECT_COMMAND.split(), *agent), (*OLD_PROJECT_COMMAND.split(), *agent)):
         return False
     found = shutil.which(words[0], path=env.get("PATH", os.defpath))
     if found is None:

@@ -25,8 +25,14 @@ SHELL_SYNTAX = frozenset(";&|<>`$()\n\r")
 """A command using any of these does more than call the bridge: it is not ours."""
 BLOCKING_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
 """Where a failure of kodelet must not let the call through (``onFailure: "block"``)."""
-PROJECT_COMMAND = "kodelet claude hook"
-"""What a shared (project) settings file gets: found on each teammate's PATH."""
+PROJECT_COMMAND = "kodelet-hook claude hook"
+"""What a shared (project) settings file gets: found on each teammate's PATH (the
+native client of the warm kodelet where it was built, else the Python one)."""
+OLD_PROJECT_COMMAND = "kodelet claude hook"
+"""What a shared file got before ``kodelet-hook``, and gets where this installation has
+no ``kodelet-hook``: still kodelet's entry, upgraded by ``install``."""
+PROGRAMS = ("kodelet", "kodelet-hook")
+"""The programs of kodelet's entries, by whatever path."""
 LEAN_CLIENTS = ("/kodelet/warm/hook.py", "/kodelet/warm/client.py")
 """The warm kodelet's lean client, which local and user settings files run directly."""
 
@@ -48,8 +54,12 @@ def guarded(command: str) -> str:
     words = shlex.split(command)
     scope = next((b for a, b in itertools.pairwise(words) if a == "--scope"), "project")
     lean = len(words) > 3 and os.path.isabs(words[0]) and words[3].endswith(LEAN_CLIENTS)
+    native = os.path.isabs(words[0]) and os.path.basename(words[0]) == "kodelet-hook"
     if lean:
         test = f"[ -x {shlex.quote(words[0])} ] && [ -f {shlex.quote(words[3])} ]"
+        problem = f"kodelet is gone from {os.path.dirname(os.path.dirname(words[0]))}"
+    elif native:
+        test = f"[ -x {shlex.quote(words[0])} ]"
         problem = f"kodelet is gone from {os.path.dirname(os.path.dirname(words[0]))}"
     else:
         test = f"command -v {shlex.quote(words[0])} >/dev/null 2>&1"
@@ -77,7 +87,8 @@ def unguarded(command: str) -> str:
 
 @functools.lru_cache(maxsize=512)
 def is_own_command(command: str) -> bool:
-    """``kodelet claude hook [--option [value]]...``, whichever interpreter or path runs it,
+    """``kodelet claude hook [--option [value]]...`` (or ``kodelet-hook claude hook``),
+    whichever interpreter or path runs it,
     behind kodelet's own :func:`guarded` check or not. Kept for the commands seen (a
     few per settings file): every hook call and every runtime load asks again, and
     shlex is slow."""
@@ -93,7 +104,7 @@ def is_own_command(command: str) -> bool:
     for i, word in enumerate(words):
         program = os.path.basename(word)
         start = None
-        if program == "kodelet" or word.endswith(LEAN_CLIENTS):
+        if program in PROGRAMS or word.endswith(LEAN_CLIENTS):
             start = i + 1
         elif word == "-m" and i + 1 < len(words) and words[i + 1] == "kodelet":
             start = i + 2

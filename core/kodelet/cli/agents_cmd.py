@@ -25,9 +25,17 @@ import typer
 from ..agents import DEFAULT, DIALECTS, Dialect
 from ..agents.installs import lean_command
 from ..agents.versions import version_lines, version_state
-from ..claude.installed import PROJECT_COMMAND, guarded, own_hook, own_hooks, unguarded
+from ..claude.installed import (
+    OLD_PROJECT_COMMAND,
+    PROJECT_COMMAND,
+    guarded,
+    own_hook,
+    own_hooks,
+    unguarded,
+)
 from ..config import ConfigError, load_config
 from ..places import Places, find_project
+from ..warm import native_client
 from . import hook_trust
 from .audit_cmd import audit_lines, audit_state
 from .common import fail, print_json, printable, state
@@ -49,14 +57,16 @@ Http = tuple[str, str]
 
 def hook_command(dialect: Dialect, scope: str) -> str:
     """What the agent's file of ``scope`` runs. The project file is shared with the team,
-    so it names ``kodelet`` as found on each teammate's PATH; the others are this
-    machine's, so they run this interpreter's lean client of the warm kodelet directly
-    (no site, no kodelet import: docs/HOSTS.md). Where the agent says where its project
-    is, they name their scope, to stand down for an entry of an earlier scope that does
-    the work (:mod:`kodelet.agents.installs`)."""
+    so it names ``kodelet-hook`` as found on each teammate's PATH (``kodelet`` where this
+    installation has no ``kodelet-hook``); the others are this machine's, so they run
+    its native client of the warm kodelet by path, or where it has none, this
+    interpreter's lean client (no site, no kodelet import: docs/HOSTS.md). Where the
+    agent says where its project is, they name their scope, to stand down for an entry
+    of an earlier scope that does the work (:mod:`kodelet.agents.installs`)."""
     agent = () if dialect is DEFAULT else ("--agent", dialect.name)
     if scope == "project":
-        command = " ".join((PROJECT_COMMAND, *agent))
+        usable = native_client.installed().kind in ("native", "python")
+        command = " ".join((PROJECT_COMMAND if usable else OLD_PROJECT_COMMAND, *agent))
     else:
         named = ("--scope", scope) if dialect.knows_project else ()
         command = lean_command("claude", "hook", *agent, *named)
@@ -333,6 +343,7 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
                 "agent": dialect.name,
                 "project": str(cwd),
                 "binary": shutil.which(dialect.binary),
+                "hook_client": native_client.installed()._asdict(),
                 **version,
                 "scopes": scopes,
                 "on_failure": on_failure,
@@ -353,6 +364,7 @@ def status(ctx: typer.Context, dialect: Dialect, as_json: bool) -> None:
         f"project: {cwd}",
         f"{dialect.binary}: {shutil.which(dialect.binary) or 'not on PATH'}",
         *version_lines(dialect, version),
+        f"hook client: {native_client.installed().describe()}",
     ]
     for s in scopes:
         lines += scope_lines(dialect, s)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from ..places import find_project
-from ..warm import control, protocol
+from ..warm import control, native_client, protocol
 from .common import fail
 
 app = typer.Typer(
@@ -80,6 +80,7 @@ def status(as_json: JsonOpt = False) -> None:
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
+    typer.echo(f"hook client: {native_client.installed().describe()}")
     if not found:
         typer.echo("no warm kodelet runs (agents start one on their first hook call)")
         return

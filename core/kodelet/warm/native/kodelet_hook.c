@@ -481,6 +481,11 @@ int main(int argc, char **argv) {
     c.argc = argc, c.argv = argv;
     c.trace = trace && *trace && strcmp(trace, "0");
     locate(&c);
+    if (argc == 2 && !strcmp(argv[1], "--where")) { /* what `kodelet daemon status` asks */
+        if (!c.hook_py || !c.python) return 1;
+        printf("native\n%s\n%s\n", c.hook_py, c.python);
+        return 0;
+    }
     if (argc < 3 || strcmp(argv[1], "claude") || strcmp(argv[2], "hook"))
         return hand_over(&c, "not a hook call", NULL);
     for (i = 3; i < argc; i++)
