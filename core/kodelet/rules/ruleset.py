@@ -314,7 +314,8 @@ def _check_values(fields: Mapping[str, tuple[str, ...]], origin: str, where: str
                     f"by their long name ({value.lstrip('-')!r}: -f is matched as 'force')"
                 )
     for value in fields.get("program", ()):
-        if not _PROGRAM.fullmatch(value):
+        # "(fork-bomb)" is the program facts give a fork bomb, whatever its spelling.
+        if value != "(fork-bomb)" and not _PROGRAM.fullmatch(value):
             raise RuleFileError(
                 f"{origin}{where}: program has {value!r}; name a program by its base name "
                 "(rm, git), without a path or spaces"
