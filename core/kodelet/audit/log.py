@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import KodeletError
 from ..places import audit_dir
 
 __all__ = ["LINE_CAP", "LOG_NAME", "AuditWriteError", "DecisionLog"]
@@ -41,7 +42,7 @@ _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CL
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
-class AuditWriteError(OSError):
+class AuditWriteError(KodeletError, OSError):
     """The decision log cannot be written safely; the message says why and the fix."""
 
 
