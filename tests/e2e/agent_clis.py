@@ -447,3 +447,12 @@ def assert_the_recommended_rules_block(agent: Agent, turns: list[Any]) -> None:
     assert run.returncode == 0, run.stderr
     assert (victim / "keep.txt").exists(), run.tool_outputs()
     assert "kodelet rule " in run.seen_by_model(), run.tool_outputs()
+
+
+def hook_client(venv_bin: Path) -> str:
+    """How the command ``install`` writes at user and local scope ends before its
+    arguments: this kodelet's native client where setup.py built one (an ELF program),
+    else its lean Python client."""
+    binary = venv_bin / "kodelet-hook"
+    native = binary.is_file() and binary.read_bytes()[:4] == b"\x7fELF"
+    return str(binary) if native else "/kodelet/warm/hook.py"

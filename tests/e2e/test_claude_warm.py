@@ -20,6 +20,7 @@ from kodelet.agents.standins.messages import Script, is_main_loop, text, tool
 from kodelet.testing import write_hook
 from kodelet.warm import control
 
+from tests.e2e.agent_clis import hook_client
 from tests.e2e.claude_agent import DANGER_HOOK, NO_RM_RF, boom
 from tests.e2e.claude_code import Run, run_claude
 from tests.kit.another_user import Attack, needs_root, racing_for
@@ -55,8 +56,9 @@ def test_the_lean_client_blocks_through_the_warm_kodelet(
 ) -> None:
     kodelet(venv_bin, "claude", "install", "--scope", "local", cwd=guarded)
     command = settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert " -I -S " in command
-    assert command.endswith("kodelet/warm/hook.py claude hook --scope local")
+    client = hook_client(venv_bin)
+    assert (" -I -S " in command) == client.endswith("hook.py")
+    assert command.endswith(f"{client} claude hook --scope local")
     run = session(claude_bin, guarded, isolated_home, venv_bin, 3)
     assert not list(guarded.glob("marker-*"))
     assert [r.get("is_error") for r in run.tool_results()] == [True] * 3

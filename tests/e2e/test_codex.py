@@ -30,6 +30,7 @@ from tests.e2e.agent_clis import (
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
     connected,
+    hook_client,
     seen,
     write_hook,
 )
@@ -134,7 +135,7 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(codex: Agent) -> None:
     codex.kodelet("codex", "install", "--scope", "user")
     hooks = json.loads((codex.home / ".codex" / "hooks.json").read_text())
     command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command.endswith("/kodelet/warm/hook.py claude hook --agent codex --scope user")
+    assert command.endswith(f"{hook_client(codex.venv_bin)} claude hook --agent codex --scope user")
     run = codex.run(shell("touch pwned # danger"), on_path=False)
     assert not (codex.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]

@@ -27,6 +27,7 @@ from tests.e2e.agent_clis import (
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
     connected,
+    hook_client,
     seen,
     write_hook,
 )
@@ -108,7 +109,8 @@ def test_user_scope_runs_the_warm_kodelets_lean_client(copilot: Agent) -> None:
     copilot.kodelet("copilot", "install", "--scope", "user")
     hooks = json.loads((copilot.home / ".copilot" / "hooks" / "kodelet.json").read_text())
     command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command.endswith("/kodelet/warm/hook.py claude hook --agent copilot --scope user")
+    client = hook_client(copilot.venv_bin)
+    assert command.endswith(f"{client} claude hook --agent copilot --scope user")
     run = copilot.run(shell("touch pwned # danger"), on_path=False)
     assert not (copilot.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]

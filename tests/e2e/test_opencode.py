@@ -32,6 +32,7 @@ from tests.e2e.agent_clis import (
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
     connected,
+    hook_client,
     seen,
     write_hook,
 )
@@ -164,14 +165,15 @@ def test_kodelet_missing_blocks(opencode: Agent) -> None:
     assert not (opencode.project / "harmless.txt").exists()
     assert not run.api.main_requests()
     assert "kodelet could not check this prompt, so it is blocked" in run.stderr
-    assert "kodelet claude hook --agent opencode exited with 127" in run.stderr
+    assert "kodelet-hook claude hook --agent opencode exited with 127" in run.stderr
 
 
 def test_user_scope_runs_the_warm_kodelets_lean_client(opencode: Agent) -> None:
     opencode.kodelet("opencode", "uninstall")
     opencode.kodelet("opencode", "install", "--scope", "user")
     plugin = opencode.home / ".config" / "opencode" / "plugin" / "kodelet.js"
-    assert "/kodelet/warm/hook.py claude hook --agent opencode --scope user" in plugin.read_text()
+    client = hook_client(opencode.venv_bin)
+    assert f"{client} claude hook --agent opencode --scope user" in plugin.read_text()
     run = opencode.run(shell("touch pwned # danger"), on_path=False)
     assert not (opencode.project / "pwned").exists()
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]

@@ -188,6 +188,12 @@ def main(argv: list[str]) -> int:
         return ensure(os.environ, scope=scope)
     if argv[:2] == ["claude", "lost"] and len(argv) > 2:
         return lost_here(argv[2], argv[3:])
+    if argv[:2] == ["claude", "here"]:
+        # The native client found the warm kodelet there but not taking this call: it
+        # is answered here at once, not offered to it a second time.
+        rest = argv[2:]
+        args = rest[2:] if rest[:2] == ["claude", "hook"] else rest
+        return answer_here(args, sys.stdin.buffer.read(protocol.INPUT_CAP + 1))
     args = argv[2:] if argv[:2] == ["claude", "hook"] else argv
     if any(a in ("-h", "--help") for a in args):
         return answer_here(args, b"")

@@ -193,6 +193,10 @@ static void note(const Call *c, const char *what) {
 /* Hand the call to the Python client: the same arguments, the input it was given.
  * ``lost`` (the warm kodelet took the call and failed): the Python client answers it
  * as a failure of kodelet and runs nothing again. */
+/* A call the warm kodelet is there for but did not take (a wedge, a refusal) is answered
+   by the Python client in-process at once ("claude here"), not offered to it again. */
+static const char *const HERE = "here";
+
 static int hand_over(Call *c, const char *why, const char *lost) {
     char **args = calloc((size_t)c->argc + 8, sizeof *args);
     int n = 0, fd;
@@ -210,7 +214,10 @@ static int hand_over(Call *c, const char *why, const char *lost) {
     args[n++] = "-I";
     args[n++] = "-S";
     args[n++] = (char *)c->hook_py;
-    if (lost) {
+    if (lost == HERE) {
+        args[n++] = "claude";
+        args[n++] = "here";
+    } else if (lost) {
         args[n++] = "claude";
         args[n++] = "lost";
         args[n++] = (char *)lost;
@@ -550,9 +557,11 @@ int main(int argc, char **argv) {
     if (send_all(fd, head, strlen(head) + 1) || send_all(fd, payload.data, payload.len))
         return hand_over(&c, "the warm kodelet did not take the request", NULL);
     while ((got = recv(fd, &first, 1, 0)) < 0 && errno == EINTR) {}
-    if (got != 1 || first != 'A') /* a refusal, another version, a wedge: nothing ran */
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) /* a wedge: nothing ran */
+        return hand_over(&c, "the warm kodelet did not take the call in time", HERE);
+    if (got != 1 || first != 'A') /* a refusal, another version: nothing ran */
         return hand_over(&c, "the warm kodelet did not take the call", NULL);
-    if (send_all(fd, "G", 1)) return hand_over(&c, "the warm kodelet failed before GO", NULL);
+    if (send_all(fd, "G", 1)) return hand_over(&c, "the warm kodelet failed before GO", HERE);
 
     /* From here the call is the warm kodelet's: its hooks may run, so never again. */
     set_wait(fd, 0);
@@ -578,7 +587,7 @@ int main(int argc, char **argv) {
                         &err_len) != 0)
             return hand_over(&c, "lost", lost);
         if (strcmp(status, "ok") != 0) /* as the Python client: answered there */
-            return hand_over(&c, "the warm kodelet refused the call", NULL);
+            return hand_over(&c, "the warm kodelet refused the call", HERE);
         note(&c, "answered by the warm kodelet");
         write_all(1, out, out_len);
         write_all(2, err, err_len);
