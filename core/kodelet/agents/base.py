@@ -71,6 +71,10 @@ class Dialect:
     rewrites: bool = True
     """The agent applies ``updatedInput`` from a PreToolUse answer. When it does not, a
     rewrite is a block that names the rewritten call: the call as asked must not run."""
+    asks: bool = True
+    """Someone can answer an ``ask`` in the agent. When nobody can (Codex refuses it,
+    opencode's plugin has no one to ask, Gemini CLI run with ``-p`` never returns), an
+    ask is said as a block with its reason (:meth:`speak`)."""
     rewrite_allows: bool = False
     """The agent applies ``updatedInput`` only beside ``permissionDecision: "allow"``
     (Claude Code takes it alone, and still asks its own permission rules)."""
@@ -342,6 +346,8 @@ class Dialect:
         input ``data`` (None: a non-blocking error, with ``code``), in the agent's form."""
         if answer is None:
             return "", 0 if code == 1 and self.exit_1_blocks else code
+        if answer.ask and not self.asks:
+            answer = attrs.evolve(answer, ask=False, blocked=True)
         return printed(self.say(answer, data), code)
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:

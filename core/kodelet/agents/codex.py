@@ -39,8 +39,6 @@ class CodexDialect(Dialect):
     PostToolUse answer, whose reason Codex puts in the output's place)."""
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
-        if answer.ask:  # nobody to ask: kodelet's ask without an approver blocks
-            answer = attrs.evolve(answer, ask=False, blocked=True)
         if answer.output is not None or answer.withheld:
             # Codex refuses updatedToolOutput, but a blocking PostToolUse answer's reason
             # is what the model gets in place of the tool's output (Codex 0.169.0).
@@ -228,6 +226,7 @@ def _snake(event: str) -> str:
 CODEX = CodexDialect(
     name="codex",
     title="Codex",
+    asks=False,
     binary="codex",
     package="@openai/codex",
     verified="0.169.0",

@@ -51,10 +51,7 @@ class GeminiDialect(Dialect):
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"systemMessage": answer.message} if answer.message else {}
-        if answer.event == PRE_TOOL and (answer.blocked or answer.ask):
-            # Gemini CLI 0.61.0 run with -p never returns once a BeforeTool hook answers
-            # "ask" (it waits for an approval no one can give), and a hook cannot tell
-            # that run from an interactive one: an ask is a block with the reason.
+        if answer.event == PRE_TOOL and answer.blocked:
             out.update(decision="deny", reason=answer.reason)
         elif answer.event == PROMPT and answer.blocked:
             out.update(decision="block", reason=answer.reason)
@@ -153,6 +150,7 @@ def _json_file(path: Path) -> dict[str, Any]:
 GEMINI = GeminiDialect(
     name="gemini",
     title="Gemini CLI",
+    asks=False,
     binary="gemini",
     package="@google/gemini-cli",
     verified="0.61.0",

@@ -78,8 +78,7 @@ class OpencodeDialect(Dialect):
 
     def say(self, answer: Answer, data: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if answer.blocked or answer.ask:
-            # No one answers an ask inside a plugin: like a headless Claude Code, refuse.
+        if answer.blocked:
             out["block"] = answer.reason or "blocked by kodelet"
         if answer.follow_up:
             out["followUp"] = answer.follow_up
@@ -118,6 +117,7 @@ class OpencodeDialect(Dialect):
 OPENCODE = OpencodeDialect(
     name="opencode",
     title="opencode",
+    asks=False,
     binary="opencode",
     package="opencode-ai",
     verified="1.18.33",
