@@ -21,7 +21,7 @@ from typing import Any, Literal
 import attrs
 
 from . import commands as cmds
-from .paths import PathFact, Places, Zone, cwd_after, resolve
+from .paths import PathFact, Places, Zone, cwd_after, glob_regex, resolve
 from .shell import FORK_BOMB, Parser
 from .words import Word, braces
 
@@ -273,23 +273,9 @@ def is_secret(path: str, home: str) -> bool:
 
 
 def _glob_re(pattern: str) -> str:
-    """A regular expression for one glob of :data:`SECRET_PATHS` (``*``, ``**/``, ``**``)."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    body = "".join(out)
+    """A regular expression for one glob of :data:`SECRET_PATHS`: anywhere, unless it
+    starts at the root or at home."""
+    body = glob_regex(pattern)
     return body if body.startswith(("/", "~")) else "(?:.*/)?" + body
 
 

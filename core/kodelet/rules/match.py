@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .paths import glob_regex
 from .ruleset import Rule, RuleFileError
 
 if TYPE_CHECKING:
@@ -194,26 +195,7 @@ def glob_match(pattern: str, path: str, *, home: str, project: str) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def _regex(pattern: str) -> re.Pattern[str]:
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    if pattern.endswith("/**"):  # the folder itself, too
-        out[-2:] = ["(?:/.*)?"]
-    return re.compile("".join(out), re.DOTALL)
+    return re.compile(glob_regex(pattern), re.DOTALL)
 
 
 def _is_bool(value: Any) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from typing import Literal
 
 import attrs
@@ -183,3 +184,29 @@ def cwd_after(cds: tuple[Word, ...], cwd: str, home: str) -> str | None:
             return None
         current = _real(posixpath.normpath(posixpath.join(current, text)))
     return current
+
+
+def glob_regex(pattern: str) -> str:
+    """A regular expression (for ``fullmatch``) of a path glob as rules and the secret
+    list write them: ``*`` and ``?`` within one path part, ``**/`` any folders, ``**``
+    anything, and a trailing ``/**`` the folder itself too."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    if pattern.endswith("/**"):
+        out[-2:] = ["(?:/.*)?"]
+    return "".join(out)
