@@ -16,7 +16,6 @@ Part of ``nox -s bench`` (BENCHMARKS.md, "Rules: per-call cost").
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import random
@@ -35,6 +34,7 @@ from kodelet.claude.mapping import to_claude_tool
 from kodelet.places import Places
 from kodelet.warm import control
 from kodelet.warm import http as warm_http
+from warm import http_answer
 
 CALLS = 1000
 WARMUP = 50
@@ -83,16 +83,11 @@ def claude_input(layout: rules_corpus.Layout, case: rules_corpus.Case) -> bytes:
 
 
 def poster(record: warm_http.Record) -> Callable[[bytes], bytes]:
+    """One Claude Code ``PreToolUse`` POST per call, a new connection each (section 7's)."""
+
     def post(body: bytes) -> bytes:
-        conn = http.client.HTTPConnection(warm_http.HOST, record.port, timeout=30)
-        conn.request(
-            "POST",
-            warm_http.PATH,
-            body=body,
-            headers={"Authorization": record.header(), "Content-Type": "application/json"},
-        )
-        answer = conn.getresponse().read()
-        conn.close()
+        answer = http_answer(record, body)()
+        assert isinstance(answer, bytes)
         return answer
 
     return post
