@@ -392,3 +392,52 @@ def test_the_runtime_and_its_hook_servers_are_ready_before_the_first_call(guarde
     status = control.ask(info["socket"], "status")
     assert (status["calls"], status["loads"]) == (1, 1)
     assert marker.read_text() == server  # the call was answered by the server started first
+
+
+FIRST_CALL = """
+import json, os, sys
+from pathlib import Path
+from kodelet.warm.server import Server
+
+package = os.path.dirname(os.path.realpath(sys.modules["kodelet"].__file__))
+server = Server(Path(sys.argv[1]), os.environ)
+server.warm_up()
+seen, listening = [], [True]
+def heard(event, args):
+    if not listening:
+        return
+    if event == "import":
+        seen.append(args[0])
+    elif event == "open" and isinstance(args[0], str):
+        if os.path.realpath(args[0]).startswith(package + os.sep):
+            seen.append(args[0])
+sys.addaudithook(heard)
+out, code, _ = server.answer(sys.stdin.buffer.read(), ["--scope", "local"], dict(os.environ))
+listening.clear()
+server.kill_all()
+for lent in server._runtimes.values():
+    lent.runtime.close()
+print(json.dumps({"read": seen, "out": out, "code": code}))
+"""
+
+
+def test_the_first_call_after_the_warm_up_imports_and_reads_nothing_of_kodelet(
+    guarded: Path,
+) -> None:
+    """The warm-up built the runtime and started the hook servers, but the first call
+    still imported the answer's code (the bridge, the agents' dialects) and read the
+    recommended rule set again for the rules' note: a tenth of a second or more."""
+    (guarded / ".kodelet" / "rules.toml").write_text('use = ["recommended"]\n')
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL, str(guarded)],
+        input=json.dumps(pre_tool(guarded)),
+        capture_output=True,
+        text=True,
+        env={**warm_env(), "CLAUDE_PROJECT_DIR": str(guarded)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout.splitlines()[-1])
+    assert json.loads(first["out"])["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert first["read"] == []

@@ -42,6 +42,8 @@ class AuditSink(Protocol):
         self, payload: BasePayload, records: list[RawRecord], agent: str | None = None
     ) -> None: ...
 
+    def warm_up(self) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -196,8 +198,10 @@ class Runtime:
             adapter.kill_all()
 
     def warm_up(self, cwd: str) -> None:
-        """Start every hook server now, for calls made in ``cwd`` (the warm kodelet's
-        start, so its first calls are as quick as the later ones)."""
+        """Start every hook server now, for calls made in ``cwd``, and make every event's
+        call order (the warm kodelet's start, so its first calls are as quick as the later
+        ones: the order asks each hook for its note, and the rules' note reads their set;
+        the decision log's code is imported)."""
         for adapter in list(self.adapters.values()):
             adapter.warm_up(cwd)
         for info in list(self.plugins):
@@ -205,6 +209,10 @@ class Runtime:
             warm = getattr(info.plugin, "warm_up", None) if info.kind is Source.BUILTIN else None
             if callable(warm):
                 warm()
+        for event in Event:
+            self._ordered(event)
+        if self.audit is not None:
+            self.audit.warm_up()
 
     def hold(self, signum: int) -> bool:
         """Whether a signal must wait for a hook being started (then it comes again)."""

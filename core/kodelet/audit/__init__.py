@@ -89,6 +89,11 @@ class Audit:
             export=export,
         )
 
+    def warm_up(self) -> None:
+        """Import what logging a decision needs (the secret shapes compiled) now, as a
+        warm kodelet starts, not at its first decision."""
+        from . import records  # noqa: F401
+
     def dispatched(
         self, payload: BasePayload, records: Sequence[RawRecord], agent: str | None = None
     ) -> None:
