@@ -166,9 +166,19 @@ def test_the_first_call_starts_a_warm_kodelet_that_answers_the_next(
     proc = run(client, pre_tool(guarded), cwd=guarded, env=env)
     assert reason(proc) == "no rm"
     assert run(client, pre_tool(guarded, "ls"), cwd=guarded, env=env).stdout == b""
-    assert control.ask(info["socket"], "status")["calls"] == 2
+    status = control.ask(info["socket"], "status")
+    assert status["calls"] == 2
+    assert status["clients"] == {"python" if client == "python" else "native": 2}
     if client != "python":
         assert b"answered by the warm kodelet" in proc.stderr
+    shown = subprocess.run(
+        [sys.executable, "-m", "kodelet", "daemon", "status"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert f"calls 2 ({'Python' if client == 'python' else 'native'} client 2)" in shown
 
 
 def test_both_clients_find_the_same_warm_kodelet_with_settings_and_a_pinned_project(

@@ -22,6 +22,7 @@ from kodelet import testing
 from kodelet.agents.standins import gemini as gemini_api
 from kodelet.agents.standins.base import StandIn
 from kodelet.agents.standins.openai import OpenAIAPI, Script
+from kodelet.warm import control
 
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
 from tests.kit import redaction
@@ -447,6 +448,55 @@ def assert_the_recommended_rules_block(agent: Agent, turns: list[Any]) -> None:
     assert run.returncode == 0, run.stderr
     assert (victim / "keep.txt").exists(), run.tool_outputs()
     assert "kodelet rule " in run.seen_by_model(), run.tool_outputs()
+
+
+def native_client(venv_bin: Path) -> Path:
+    """This kodelet's native client; the test fails (never skips) without one: the e2e
+    session's editable install builds it wherever a C compiler is, and every agent must
+    be seen running it."""
+    binary = venv_bin / "kodelet-hook"
+    if hook_client(venv_bin) != str(binary):
+        pytest.fail(
+            f"{binary} is not the native client: setup.py built none (is cc on PATH?)",
+            pytrace=False,
+        )
+    return binary
+
+
+def start_warm(venv_bin: Path, project: Path, home: Path) -> None:
+    """The project's warm kodelet, started with the environment the agents give their
+    hook calls (its ``KODELET_*`` settings pick which warm kodelet a call finds), so
+    that no call of the session is answered in-process while one starts."""
+    subprocess.run(
+        [str(venv_bin / "kodelet"), "daemon", "start"],
+        cwd=project,
+        env=agent_env(home, [str(venv_bin)]),
+        check=True,
+        capture_output=True,
+    )
+
+
+def answered_by_the_native_client(project: Path) -> int:
+    """How many calls the project's warm kodelet answered, all of them sent by the native
+    client (none by the Python client, which would mean its fallback ran)."""
+    [info] = [i for i in control.running() if i.get("project") == str(project)]
+    assert info["calls"] >= 1, info
+    assert info["clients"] == {"native": info["calls"]}, info
+    return int(info["calls"])
+
+
+def assert_a_dangerous_call_is_blocked_by_the_native_client(agent: Agent, turns: list[Any]) -> None:
+    """The guard blocks the model's dangerous shell call with its reason, every hook call
+    of the session going through the native client to the project's warm kodelet
+    (started first)."""
+    native_client(agent.venv_bin)
+    start_warm(agent.venv_bin, agent.project, agent.home)
+    run = agent.run(turns)
+    assert run.returncode == 0, run.stderr
+    assert not (agent.project / "pwned").exists()
+    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
+    assert seen(agent.project)[0]["tool_name"] == "bash"
+    answered_by_the_native_client(agent.project)
 
 
 def hook_client(venv_bin: Path) -> str:

@@ -88,7 +88,7 @@ def claude_env(api: MessagesAPI, home: Path, path_prefix: Sequence[str] = ()) ->
     }
     # The warm kodelet is on, as for a user; its runtime directory is the test's own,
     # so every warm kodelet a run starts is stopped when the test ends.
-    for key in ("KODELET_HOME", "KODELET_E2E_CACHE", "TMPDIR", "KODELET_DAEMON_DIR"):
+    for key in ("KODELET_HOME", "TMPDIR", "KODELET_DAEMON_DIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env

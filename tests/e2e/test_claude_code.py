@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 from kodelet.agents.standins.messages import Script, Turn, text, tool
 
-from tests.e2e.agent_clis import MISSED_BY_THE_README_GUARD
+from tests.e2e.agent_clis import (
+    MISSED_BY_THE_README_GUARD,
+    answered_by_the_native_client,
+    native_client,
+    start_warm,
+)
 from tests.e2e.claude_agent import (
     DANGER_HOOK,
     NO_RM_RF,
@@ -47,12 +52,17 @@ def bash(command: str) -> Turn:
 
 
 def test_an_executable_hook_blocks_and_the_model_gets_the_reason(agent: Agent) -> None:
+    """Through the shared project entry (``kodelet-hook`` on PATH), every call of the
+    sessions sent by the native client to the project's warm kodelet."""
+    native_client(agent.venv_bin)
     agent.hook("no-danger", DANGER_HOOK)
+    start_warm(agent.venv_bin, agent.project, agent.home)
     run = agent.run([bash("touch danger-marker"), [text("fin")]])
     assert not (agent.project / "danger-marker").exists()
     assert "no danger here" in run.tool_result_text()
     allowed = agent.run([bash("touch fine-marker"), [text("fin")]])
     assert (agent.project / "fine-marker").exists(), allowed.tool_result_text()
+    assert answered_by_the_native_client(agent.project) >= 4
 
 
 def test_the_model_cannot_switch_its_guard_off(agent: Agent) -> None:

@@ -1,4 +1,4 @@
-"""The warm kodelet inside the real Claude Code: the lean client and the HTTP transport
+"""The warm kodelet inside the real Claude Code: the native client and the HTTP transport
 guard as the in-process bridge does, and a port held by someone else stops the session
 instead of letting calls through."""
 
@@ -20,7 +20,7 @@ from kodelet.agents.standins.messages import Script, is_main_loop, text, tool
 from kodelet.testing import write_hook
 from kodelet.warm import control
 
-from tests.e2e.agent_clis import hook_client
+from tests.e2e.agent_clis import answered_by_the_native_client, native_client
 from tests.e2e.claude_agent import DANGER_HOOK, NO_RM_RF, boom
 from tests.e2e.claude_code import Run, run_claude
 from tests.kit.another_user import Attack, needs_root, racing_for
@@ -51,20 +51,17 @@ def settings(project: Path) -> dict[str, Any]:
     return json.loads((project / ".claude" / "settings.local.json").read_text())  # type: ignore[no-any-return]
 
 
-def test_the_lean_client_blocks_through_the_warm_kodelet(
+def test_the_native_client_blocks_through_the_warm_kodelet(
     claude_bin: Path, guarded: Path, isolated_home: Path, venv_bin: Path
 ) -> None:
     kodelet(venv_bin, "claude", "install", "--scope", "local", cwd=guarded)
     command = settings(guarded)["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    client = hook_client(venv_bin)
-    assert (" -I -S " in command) == client.endswith("hook.py")
-    assert command.endswith(f"{client} claude hook --scope local")
+    assert command.endswith(f"; {native_client(venv_bin)} claude hook --scope local")
     run = session(claude_bin, guarded, isolated_home, venv_bin, 3)
     assert not list(guarded.glob("marker-*"))
     assert [r.get("is_error") for r in run.tool_results()] == [True] * 3
     assert "no danger here" in run.tool_result_text(2)
-    warm = [i for i in control.running() if i.get("project") == str(guarded)]
-    assert len(warm) == 1 and warm[0]["calls"] >= 2  # the first call started it
+    assert answered_by_the_native_client(guarded) >= 2  # the first call started it
 
 
 def test_the_http_transport_blocks_with_no_process_per_call(

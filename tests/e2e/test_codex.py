@@ -26,6 +26,7 @@ from tests.e2e.agent_clis import (
     MISSED_BY_THE_README_GUARD,
     STOP,
     Agent,
+    assert_a_dangerous_call_is_blocked_by_the_native_client,
     assert_each_hook_runs_once,
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
@@ -46,12 +47,10 @@ def shell(command: str) -> list[Turn]:
     return [[tool("exec_command", cmd=command)], [text("done")]]
 
 
-def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(codex: Agent) -> None:
-    run = codex.run(shell("touch pwned # danger"))
-    assert run.returncode == 0, run.stderr
-    assert not (codex.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
-    assert seen(codex.project)[0]["tool_name"] == "bash"
+def test_a_dangerous_shell_call_is_blocked_through_the_native_client(
+    codex: Agent,
+) -> None:
+    assert_a_dangerous_call_is_blocked_by_the_native_client(codex, shell("touch pwned # danger"))
 
 
 def test_a_harmless_shell_call_runs(codex: Agent) -> None:

@@ -22,6 +22,7 @@ from tests.e2e.agent_clis import (
     MISSED_BY_THE_README_GUARD,
     STOP,
     Agent,
+    assert_a_dangerous_call_is_blocked_by_the_native_client,
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
     connected,
@@ -40,12 +41,10 @@ def shell(command: str) -> list[Turn]:
     return [[call("run_shell_command", command=command, description="run")], [text("done")]]
 
 
-def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(gemini: Agent) -> None:
-    run = gemini.run(shell("touch pwned # danger"))
-    assert run.returncode == 0, run.stderr
-    assert not (gemini.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
-    assert seen(gemini.project)[0]["tool_name"] == "bash"
+def test_a_dangerous_shell_call_is_blocked_through_the_native_client(
+    gemini: Agent,
+) -> None:
+    assert_a_dangerous_call_is_blocked_by_the_native_client(gemini, shell("touch pwned # danger"))
 
 
 def test_a_harmless_shell_call_runs(gemini: Agent) -> None:

@@ -28,6 +28,7 @@ from tests.e2e.agent_clis import (
     OPENCODE,
     STOP,
     Agent,
+    assert_a_dangerous_call_is_blocked_by_the_native_client,
     assert_each_hook_runs_once,
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
@@ -96,14 +97,10 @@ def shell(command: str) -> list[Turn]:
     return [[tool("bash", command=command, description="run")], [text("done")]]
 
 
-def test_a_dangerous_shell_call_is_blocked_and_the_model_gets_the_reason(
+def test_a_dangerous_shell_call_is_blocked_through_the_native_client(
     opencode: Agent,
 ) -> None:
-    run = opencode.run(shell("touch pwned # danger"))
-    assert run.returncode == 0, run.stderr
-    assert not (opencode.project / "pwned").exists()
-    assert "kodelet guard: no danger here" in run.tool_outputs()[0]
-    assert seen(opencode.project)[0]["tool_name"] == "bash"
+    assert_a_dangerous_call_is_blocked_by_the_native_client(opencode, shell("touch pwned # danger"))
 
 
 def test_a_harmless_shell_call_runs(opencode: Agent) -> None:

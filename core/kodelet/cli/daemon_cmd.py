@@ -93,5 +93,18 @@ def status(as_json: JsonOpt = False) -> None:
         last = f"{_age(now - reload)} ago" if reload else "never"
         typer.echo(
             f"{info['pid']:<6} {info['project']}  age {_age(info['age'])}  "
-            f"calls {info['calls']}  reloads {info['reloads']} (last {last})  log {info['log']}"
+            f"calls {info['calls']}{_by_client(info)}  reloads {info['reloads']} (last {last})  "
+            f"log {info['log']}"
         )
+
+
+CLIENTS = {"native": "native client", "python": "Python client", "http": "HTTP"}
+
+
+def _by_client(info: dict[str, object]) -> str:
+    """Which clients sent the calls, so that calls paying for the Python client show."""
+    clients = info.get("clients")
+    if not isinstance(clients, dict) or not clients:
+        return ""
+    parts = [f"{CLIENTS.get(k, k)} {n}" for k, n in sorted(clients.items())]
+    return f" ({', '.join(parts)})"

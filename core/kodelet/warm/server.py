@@ -43,6 +43,7 @@ from typing import Any
 from . import protocol
 from .fingerprint import RACY, Fingerprint, files, fingerprint, written_since
 from .modules import forget, loaded, own_tops
+from .native_client import NAME as NATIVE_NAME
 
 __all__ = ["Server", "main"]
 
@@ -88,6 +89,7 @@ class Server:
         self.started = time.time()
         self.last_call = time.monotonic()
         self.calls = 0
+        self.clients: dict[str, int] = {}
         self.reloads = 0
         self.loads = 0
         self.last_reload: float | None = None
@@ -342,6 +344,9 @@ class Server:
             for prev, a in zip(["", *req.args], req.args, strict=False)
         ]
         out, code, err = self.answer(req.body, args, env, caller)
+        kind = client_of(caller)
+        with self._lock:
+            self.clients[kind] = self.clients.get(kind, 0) + 1
         return self._reply("ok", code, out.encode(), err.encode())
 
     @contextlib.contextmanager
@@ -404,6 +409,8 @@ class Server:
         if project is not None:
             env["CLAUDE_PROJECT_DIR"] = project
         out, code, err = self.answer(raw, [], env)
+        with self._lock:
+            self.clients["http"] = self.clients.get("http", 0) + 1
         if err:
             log.info("%s", err.rstrip())
         return out, code
@@ -445,6 +452,7 @@ class Server:
             "started": self.started,
             "age": round(time.time() - self.started, 1),
             "calls": self.calls,
+            "clients": dict(self.clients),
             "abandoned": self.abandoned,
             "reloads": self.reloads,
             "loads": self.loads,
@@ -771,6 +779,22 @@ def peer_pid(conn: socket.socket) -> int | None:
     except (AttributeError, OSError):
         return None
     return int.from_bytes(cred[0:4], sys.byteorder) or None
+
+
+def client_of(pid: int | None) -> str:
+    """Which hook client sent a call: ``native`` (the compiled ``kodelet-hook``),
+    ``python`` (the lean client, or a ``kodelet`` command), ``other``, or ``unknown``
+    where the system does not say. Counted per warm kodelet so that status shows when
+    calls pay for the Python client (no native client, or its fallback)."""
+    if pid is None:
+        return "unknown"
+    try:
+        program = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return "unknown"
+    if program == NATIVE_NAME:
+        return "native"
+    return "python" if program.startswith("python") else "other"
 
 
 def main(argv: list[str] | None = None) -> int:
