@@ -613,10 +613,29 @@ def corpus(root: Path, scale: float) -> list[str]:
 
 
 CLAUDE_HEADING = "## 8. Inside the real Claude Code"
+CARRIED = ("## 8b.", "## 8c.")
+"""Sections measured by their own scripts (bench/hook_client.py, bench/agents.py), never
+by this one: kept from the output file as they were."""
+
+
+def sections_of(text: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The ``## `` sections of ``text`` whose headings start with one of ``prefixes``,
+    each up to the next ``## `` heading."""
+    found: list[str] = []
+    for part in ("\n" + text).split("\n## ")[1:]:
+        section = "## " + part
+        if section.startswith(prefixes):
+            found += [section.strip(), ""]
+    return found
 
 
 def claude_section(output: Path, run: bool) -> list[str]:
-    """Section 8: timed now with ``--claude``, else carried over from ``output``."""
+    """Section 8: timed now with ``--claude``, else carried over from ``output``; and
+    the sections of :data:`CARRIED` carried over."""
+    try:
+        old = output.read_text()
+    except OSError:
+        old = ""
     if run:
         done = subprocess.run(
             [PY, str(Path(__file__).parent / "claude_code.py")],
@@ -624,13 +643,10 @@ def claude_section(output: Path, run: bool) -> list[str]:
             text=True,
             check=True,
         )
-        return [CLAUDE_HEADING, "", done.stdout.strip(), ""]
-    try:
-        old = output.read_text()
-    except OSError:
-        return []
-    start = old.find(CLAUDE_HEADING)
-    return [old[start:].strip(), ""] if start >= 0 else []
+        eight = [CLAUDE_HEADING, "", done.stdout.strip(), ""]
+    else:
+        eight = sections_of(old, (CLAUDE_HEADING,))
+    return [*eight, *sections_of(old, CARRIED)]
 
 
 def main() -> None:
