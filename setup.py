@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 
 from setuptools import setup
 from setuptools.dist import Distribution
@@ -32,9 +31,9 @@ def compiler(editable: bool) -> str | None:
 
 
 class KodeletDistribution(Distribution):
-    """A wheel holding the native client is this platform's (and this Python's: the
-    package is looked for in its site-packages), never a ``py3-none-any`` one that
-    another platform's pip would install with a program it cannot run."""
+    """A wheel holding the native client is this platform's, never a ``py3-none-any``
+    one that another platform's pip would install with a program it cannot run (the
+    wheels to publish are made by scripts/build_wheels.py)."""
 
     def has_ext_modules(self) -> bool:
         return compiler(editable=False) is not None
@@ -54,8 +53,9 @@ def c_string(text: str) -> str | None:
 
 class BuildNativeClient(build_scripts):
     """build_scripts, then the native client over the Python one where it compiles. An
-    editable install runs the package of the source tree, so its path is compiled in;
-    any other looks for the package from where the program is installed."""
+    editable install runs the package of the source tree, so its path and this
+    interpreter are compiled in; a wheel's program finds both at run time from where
+    it is installed (kodelet_hook.c, locate()), so no path of this machine is in it."""
 
     editable_mode = False  # set by setuptools' editable_wheel
 
@@ -65,12 +65,11 @@ class BuildNativeClient(build_scripts):
         if cc is None:
             print("kodelet-hook: the Python client (no C compiler, or KODELET_NATIVE_CLIENT)")
             return
+        defines: dict[str, str | None] = {}
         if self.editable_mode:
             package = os.path.abspath(os.path.join("core", "kodelet"))
-        else:
-            purelib, scripts = sysconfig.get_path("purelib"), sysconfig.get_path("scripts")
-            package = os.path.join(os.path.relpath(purelib, scripts), "kodelet")
-        defines = {"KODELET_PACKAGE": c_string(package), "KODELET_PYTHON": c_string(sys.executable)}
+            defines["KODELET_PACKAGE"] = c_string(package)
+            defines["KODELET_PYTHON"] = c_string(sys.executable)
         if None in defines.values():
             print("kodelet-hook: a path cannot be compiled in: the Python client is installed")
             return

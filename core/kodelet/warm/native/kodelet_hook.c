@@ -11,13 +11,16 @@
  * missing or broken native client costs speed, never a guard. It never answers a
  * call on its own.
  *
- * C99 and POSIX, no dependency. Built by setup.py with two paths baked in:
- * KODELET_PACKAGE (the kodelet package: absolute, or relative to this program's
- * folder) and KODELET_PYTHON (the interpreter that runs the Python client).
+ * C99 and POSIX, no dependency. An editable install (setup.py) compiles two absolute
+ * paths in: KODELET_PACKAGE (the kodelet package) and KODELET_PYTHON (the interpreter
+ * that runs the Python client). A wheel's program has neither: it finds both from its
+ * own real location at run time (locate(), below), so one binary serves every venv,
+ * `pip install --user`, pipx and `uv tool` layout and every CPython it is installed for.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@
 #endif
 
 #ifdef __APPLE__
+#include <mach-o/dyld.h>
 #define st_mtim st_mtimespec
 #endif
 
@@ -207,7 +211,7 @@ static int hand_over(Call *c, const char *why, const char *lost) {
         fprintf(stderr,
                 "kodelet-hook: cannot find kodelet's Python client (%s), so its guards cannot "
                 "run and the call is blocked; reinstall kodelet (its README: Installing "
-                "kodelet)\n", c->python ? "its package is gone" : "its interpreter is gone");
+                "kodelet)\n", c->hook_py ? "its interpreter is gone" : "its package is gone");
         return 2;
     }
     args[n++] = (char *)c->python;
@@ -255,25 +259,109 @@ static int hand_over(Call *c, const char *why, const char *lost) {
     return 2;
 }
 
-/* The kodelet package (holding warm/protocol.py) and the interpreter of its client. */
-static void locate(Call *c) {
-    char self[PATH_MAX], *here = NULL, *pkg = NULL, *folder;
+/* This program's folder, symlinks resolved: pipx and `uv tool` put a symlink on PATH
+ * into their venv's bin, where the interpreter and the package are found from. */
+static char *own_folder(const char *argv0) {
+    char self[PATH_MAX], real[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) self[n] = '\0', here = dirname_of(self);
-    else if (strchr(c->argv[0], '/') && realpath(c->argv[0], self)) here = dirname_of(self);
+    if (n > 0) {
+        self[n] = '\0';
+        return dirname_of(self);
+    }
+#ifdef __APPLE__
+    {
+        uint32_t size = sizeof self;
+        if (_NSGetExecutablePath(self, &size) == 0 && realpath(self, real))
+            return dirname_of(real);
+    }
+#endif
+    if (strchr(argv0, '/') && realpath(argv0, real)) return dirname_of(real);
+    return NULL;
+}
+
+static int runnable(const char *path) {
+    struct stat st;
+    return path && path[0] == '/' && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, X_OK) == 0;
+}
+
+/* The interpreter named by `kodelet`, the console script pip wrote beside this program
+ * (`#!/path/python`, or for a long path pip's `#!/bin/sh` then `'''exec' "/path/python"`):
+ * the one interpreter a `pip install --user` or a system install leaves no copy of here. */
+static char *shebang_python(const char *here) {
+    char head[4096], *path = join(here, "kodelet"), *start = NULL;
+    size_t n;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    free(path);
+    if (!f) return NULL;
+    n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    if (!strncmp(head, "#!/bin/sh\n'''exec' \"", 20)) {
+        start = head + 20;
+        start[strcspn(start, "\"\n")] = '\0';
+    } else if (!strncmp(head, "#!/", 3)) {
+        start = head + 2;
+        start[strcspn(start, " \t\r\n")] = '\0';
+    }
+    return start && runnable(start) ? strdup(start) : NULL;
+}
+
+/* The kodelet package of a wheel's program: in the site-packages of the installation
+ * whose bin holds it (`../lib/python3.X/site-packages`, Debian's dist-packages, macOS's
+ * `--user` `../lib/python/site-packages`). Of several Pythons' packages, the one whose
+ * `python3.X` is beside this program; `version` gets that `python3.X`. */
+static char *find_package(const char *here, char **version) {
+    const char *patterns[] = {"lib/python3.*/site-packages/kodelet/warm/hook.py",
+                              "lib/python3*/dist-packages/kodelet/warm/hook.py",
+                              "lib/python/site-packages/kodelet/warm/hook.py"};
+    char *found = NULL, *prefix = dirname_of(here);
+    *version = NULL;
+    if (!prefix) return NULL;
+    for (size_t p = 0; p < sizeof patterns / sizeof *patterns && !found; p++) {
+        glob_t g;
+        char *pattern = join(prefix, patterns[p]);
+        if (!pattern) return NULL;
+        if (glob(pattern, 0, NULL, &g) == 0) {
+            for (size_t i = 0; i < g.gl_pathc && !*version; i++) {
+                char *lib = strstr(g.gl_pathv[i], "/lib/python"), *name, *python = NULL;
+                if (!lib || !(name = strdup(lib + 5))) continue;
+                name[strcspn(name, "/")] = '\0';
+                python = join(here, name);
+                if (runnable(python)) *version = strdup(name);
+                if (!found || *version) {
+                    free(found);
+                    found = strdup(g.gl_pathv[i]);
+                }
+                free(python);
+                free(name);
+            }
+            globfree(&g);
+        }
+        free(pattern);
+    }
+    free(prefix);
+    if (found) found[strlen(found) - strlen("/warm/hook.py")] = '\0';
+    return found;
+}
+
+/* The kodelet package (holding warm/protocol.py) and the interpreter of its client:
+ * compiled in by an editable install, else found from where this program really is. */
+static void locate(Call *c) {
+    char *here = own_folder(c->argv[0]), *pkg = NULL, *version = NULL;
     if (KODELET_PACKAGE[0] == '/') pkg = strdup(KODELET_PACKAGE);
     else if (here && KODELET_PACKAGE[0]) pkg = join(here, KODELET_PACKAGE);
+    else if (here) pkg = find_package(here, &version);
     if (pkg) {
         char *hook_py = join(pkg, "warm/hook.py");
         if (hook_py && access(hook_py, R_OK) == 0) c->hook_py = hook_py;
     }
-    folder = here;
-    if (KODELET_PYTHON[0] == '/' && access(KODELET_PYTHON, X_OK) == 0) c->python = KODELET_PYTHON;
-    else if (folder) {
-        const char *names[] = {"python3", "python"};
-        for (int i = 0; i < 2 && !c->python; i++) {
-            char *candidate = join(folder, names[i]);
-            if (candidate && access(candidate, X_OK) == 0) c->python = candidate;
+    if (runnable(KODELET_PYTHON)) c->python = KODELET_PYTHON;
+    else if (here) { /* python3.X of the package, the console script's, python3, python */
+        const char *names[] = {version, NULL, "python3", "python"};
+        for (int i = version ? 0 : 1; i < 4 && !c->python; i++) {
+            char *candidate = names[i] ? join(here, names[i]) : shebang_python(here);
+            if (runnable(candidate)) c->python = candidate;
         }
     }
 }
