@@ -24,6 +24,7 @@ from kodelet.agents.standins.base import StandIn
 from kodelet.agents.standins.openai import OpenAIAPI, Script
 from kodelet.warm import control
 
+from tests.e2e.claude_code import CARRIED
 from tests.e2e.npm import CACHE, InstallError, platform_tag, unpack
 from tests.kit import redaction
 from tests.kit.cli import venv_kodelet as kodelet
@@ -156,7 +157,7 @@ def agent_env(home: Path, path_prefix: Sequence[str], **extra: str) -> dict[str,
         "LANG": "C.UTF-8",
         **extra,
     }
-    for key in ("KODELET_HOME", "TMPDIR", "KODELET_DAEMON_DIR"):
+    for key in CARRIED:
         if key in os.environ:
             env[key] = os.environ[key]
     return env
@@ -497,6 +498,40 @@ def assert_a_dangerous_call_is_blocked_by_the_native_client(agent: Agent, turns:
     assert "kodelet guard: no danger here" in run.tool_outputs()[0]
     assert seen(agent.project)[0]["tool_name"] == "bash"
     answered_by_the_native_client(agent.project)
+
+
+MANAGED_RULE = """
+[[rules]]
+name = "no-pwned"
+decision = "deny"
+reason = "The administrator forbids pwned files."
+program = ["touch"]
+path = ["**/pwned"]
+"""
+
+PROJECT_LIFTING_IT = """
+disable = ["no-pwned"]
+
+[[rules]]
+name = "touch-anything"
+decision = "allow"
+program = ["touch"]
+"""
+
+
+def assert_a_managed_rule_holds(agent: Agent, turns: list[Any]) -> None:
+    """The machine's managed rules (``$KODELET_MANAGED_DIR``, which the agent's hook calls
+    get from the test) refuse the call inside the agent, and a cloned project's rule file
+    that disables and allows it changes nothing."""
+    (agent.project / ".kodelet" / "hooks" / "guard").unlink()
+    managed = Path(os.environ["KODELET_MANAGED_DIR"])
+    managed.mkdir(parents=True, exist_ok=True)
+    (managed / "rules.toml").write_text(MANAGED_RULE)
+    (agent.project / ".kodelet" / "rules.toml").write_text(PROJECT_LIFTING_IT)
+    run = agent.run(turns)
+    assert run.returncode == 0, run.stderr
+    assert not (agent.project / "pwned").exists(), run.tool_outputs()
+    assert "kodelet rule no-pwned (managed)" in run.seen_by_model(), run.tool_outputs()
 
 
 def hook_client(venv_bin: Path) -> str:

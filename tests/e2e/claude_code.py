@@ -76,6 +76,12 @@ class Run:
         return self.api.seen_by_model()
 
 
+CARRIED = ("KODELET_HOME", "KODELET_MANAGED_DIR", "TMPDIR", "KODELET_DAEMON_DIR")
+"""What an agent's hook calls get of the test's environment: kodelet's home and managed
+rules folder (never this machine's), and the test's runtime directory, so that every
+warm kodelet a run starts is stopped when the test ends."""
+
+
 def claude_env(api: MessagesAPI, home: Path, path_prefix: Sequence[str] = ()) -> dict[str, str]:
     env = {
         "PATH": os.pathsep.join([*path_prefix, os.environ.get("PATH", "/usr/bin:/bin")]),
@@ -86,9 +92,7 @@ def claude_env(api: MessagesAPI, home: Path, path_prefix: Sequence[str] = ()) ->
         "DISABLE_AUTOUPDATER": "1",
         "LANG": "C.UTF-8",
     }
-    # The warm kodelet is on, as for a user; its runtime directory is the test's own,
-    # so every warm kodelet a run starts is stopped when the test ends.
-    for key in ("KODELET_HOME", "TMPDIR", "KODELET_DAEMON_DIR"):
+    for key in CARRIED:
         if key in os.environ:
             env[key] = os.environ[key]
     return env

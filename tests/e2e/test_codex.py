@@ -27,6 +27,7 @@ from tests.e2e.agent_clis import (
     STOP,
     Agent,
     assert_a_dangerous_call_is_blocked_by_the_native_client,
+    assert_a_managed_rule_holds,
     assert_each_hook_runs_once,
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
@@ -86,6 +87,10 @@ def test_the_events_md_redaction_keeps_the_key_from_the_model(codex: Agent) -> N
 
 def test_the_recommended_rules_block_what_the_readme_guard_misses(codex: Agent) -> None:
     assert_the_recommended_rules_block(codex, shell(MISSED_BY_THE_README_GUARD))
+
+
+def test_a_managed_rule_holds_whatever_the_project_says(codex: Agent) -> None:
+    assert_a_managed_rule_holds(codex, shell("touch pwned"))
 
 
 def test_kodelet_failing_blocks_the_prompt(codex: Agent) -> None:

@@ -23,6 +23,7 @@ from tests.e2e.agent_clis import (
     STOP,
     Agent,
     assert_a_dangerous_call_is_blocked_by_the_native_client,
+    assert_a_managed_rule_holds,
     assert_the_recommended_rules_block,
     assert_the_redaction_holds,
     connected,
@@ -79,6 +80,10 @@ def test_the_events_md_redaction_keeps_the_key_from_the_model(
 
 def test_the_recommended_rules_block_what_the_readme_guard_misses(gemini: Agent) -> None:
     assert_the_recommended_rules_block(gemini, shell(MISSED_BY_THE_README_GUARD))
+
+
+def test_a_managed_rule_holds_whatever_the_project_says(gemini: Agent) -> None:
+    assert_a_managed_rule_holds(gemini, shell("touch pwned"))
 
 
 def test_a_follow_up_reaches_the_model(gemini: Agent) -> None:
