@@ -408,6 +408,8 @@ def heard(event, args):
         return
     if event == "import":
         seen.append(args[0])
+    elif event == "compile":  # code made at run time (attrs', cattrs' and the bounds')
+        seen.append(f"compiled for {args[1]}")
     elif event == "open" and isinstance(args[0], str):
         if os.path.realpath(args[0]).startswith(package + os.sep):
             seen.append(args[0])
@@ -421,12 +423,13 @@ print(json.dumps({"read": seen, "out": out, "code": code}))
 """
 
 
-def test_the_first_call_after_the_warm_up_imports_and_reads_nothing_of_kodelet(
+def test_the_first_call_after_the_warm_up_imports_compiles_and_reads_nothing_of_kodelet(
     guarded: Path,
 ) -> None:
     """The warm-up built the runtime and started the hook servers, but the first call
-    still imported the answer's code (the bridge, the agents' dialects) and read the
-    recommended rule set again for the rules' note: a tenth of a second or more."""
+    still imported the answer's code (the bridge, the agents' dialects), read the
+    recommended rule set again for the rules' note and made the codecs of the payload
+    and of the hooks' answers: a tenth of a second or more."""
     (guarded / ".kodelet" / "rules.toml").write_text('use = ["recommended"]\n')
     done = subprocess.run(
         [sys.executable, "-c", FIRST_CALL, str(guarded)],

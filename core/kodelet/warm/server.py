@@ -250,12 +250,16 @@ class Server:
     def _read_a_call(self) -> None:
         """Read one made-up call as a call is read, so the first real one finds the
         answer's code imported (the bridge, every agent's dialect, Claude Code's input
-        types, the scoped entries' stand-down check): a tenth of a second on its own.
-        Nothing is dispatched, logged or answered."""
+        types, the scoped entries' stand-down check, the codecs of a tool call's payload
+        and answers): a tenth of a second on its own. Nothing is dispatched, logged or
+        answered."""
         from ..agents import installs  # noqa: F401  (the entries of a scope ask it)
         from ..agents.bridge import read_call
+        from ..bounds import check_model
+        from ..policy import reducer_for
+        from ..wire import payload_to_wire, result_from_wire
 
-        read_call(
+        call = read_call(
             {
                 "hook_event_name": "PreToolUse",
                 "session_id": "warm-up",
@@ -267,6 +271,12 @@ class Server:
             },
             self.env,
         )
+        if call is not None and call.payload is not None:
+            # The code made once per payload and result class: the bounds check, the
+            # payload's encoding for the hooks, the reading of their answers.
+            reducer_for(call.payload)
+            payload_to_wire(call.payload)
+            check_model(result_from_wire(call.payload.EVENT, {}), "result")
 
     def kill_all(self) -> None:
         for lent in list(self._runtimes.values()):
