@@ -613,6 +613,9 @@ def corpus(root: Path, scale: float) -> list[str]:
 
 
 CLAUDE_HEADING = "## 8. Inside the real Claude Code"
+CARRIED_WARM = ("## 7c.",)
+"""Measured by bench/warm_memory.py alone (it starts 20 warm kodelets): kept as it was,
+after section 7b."""
 CARRIED = ("## 8b.", "## 8c.")
 """Sections measured by their own scripts (bench/hook_client.py, bench/agents.py), never
 by this one: kept from the output file as they were."""
@@ -629,13 +632,18 @@ def sections_of(text: str, prefixes: tuple[str, ...]) -> list[str]:
     return found
 
 
+def previous(output: Path) -> str:
+    """The output file as the last run (or a hand-run script) left it; "" if none."""
+    try:
+        return output.read_text()
+    except OSError:
+        return ""
+
+
 def claude_section(output: Path, run: bool) -> list[str]:
     """Section 8: timed now with ``--claude``, else carried over from ``output``; and
     the sections of :data:`CARRIED` carried over."""
-    try:
-        old = output.read_text()
-    except OSError:
-        old = ""
+    old = previous(output)
     if run:
         done = subprocess.run(
             [PY, str(Path(__file__).parent / "claude_code.py")],
@@ -685,6 +693,7 @@ def main() -> None:
             t = time.monotonic()
             sections += bench()
             print(f"bench: {name}: {time.monotonic() - t:.1f}s", file=sys.stderr)
+    sections += sections_of(previous(Path(args.output)), CARRIED_WARM)
     sections += claude_section(Path(args.output), args.claude)
     with tempfile.TemporaryDirectory(prefix="kodelet-bench-") as tmp:
         root = Path(tmp).resolve()
