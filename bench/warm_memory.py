@@ -13,7 +13,9 @@ Memory: the warm kodelet of each project is started and answers one Claude Code
 ``PreToolUse`` call, so its runtime, rules engine and hook servers are up; then RSS and
 PSS (``/proc/PID/smaps_rollup``; PSS splits each shared page among the processes that
 map it, so PSS sums to what the processes cost the machine together) of every warm
-kodelet and of its descendants (the hook servers), per project and in total.
+kodelet and of its descendants (the hook servers), per project and in total; and, for
+scale, the PSS of a warm kodelet with no executables and no rules and of a Python process
+that imports nothing.
 
 Calls (``--rounds``, interleaved): a round stops every warm kodelet, then makes the
 first call (no warm kodelet: answered in-process, and one started), waits until the
@@ -197,7 +199,33 @@ def memory(root: Path, env: Mapping[str, str], projects: int, hooks: int) -> set
         f"(hook servers {s['Pss'] / all_pss:.0%} of it), RSS {mib(rss)} MiB"
     )
     print(f"load average: {load()}")
+    seen |= floors(root, env)
     return seen
+
+
+def floors(root: Path, env: Mapping[str, str]) -> set[int]:
+    """PSS, measured while the projects' warm kodelets run (so shared pages are split
+    alike), of a warm kodelet of a project with no executables and no rules (the native
+    plugins are the interpreter's: they load) and of a Python
+    process that imports nothing: what no hook set can take away."""
+    bare = root / "bare"
+    (bare / ".git").mkdir(parents=True)
+    (bare / ".kodelet").mkdir()
+    call(bare, env)
+    pid = int(warmed(bare, env)["pid"])
+    call(bare, env)
+    idle = subprocess.Popen([PY, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        time.sleep(1.0)  # the interpreter's start-up, not a synchronisation
+        python = total([idle.pid])["Pss"]
+    finally:
+        idle.communicate(b"")
+    print(
+        f"floors: the warm kodelet of a project with no executables and no rules "
+        f"{mib(total([pid])['Pss'])} MiB PSS; a Python process importing nothing "
+        f"(`python -c`, site on) {mib(python)} MiB PSS"
+    )
+    return {pid, *descendants(pid, children())}
 
 
 def calls(root: Path, env: Mapping[str, str], hooks: int, rounds: int) -> set[int]:
