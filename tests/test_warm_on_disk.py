@@ -349,3 +349,26 @@ def test_a_warm_kodelet_killed_after_taking_a_call_blocks_it_and_runs_no_guard_t
     assert "failed mid-call" in out["permissionDecisionReason"]
     assert "not run again" in out["permissionDecisionReason"]
     assert runs(guard) == 2  # the first call's and the lost one's: none a second time
+
+
+def test_kodelets_own_writes_in_a_root_are_no_change_but_a_new_entry_there_is(
+    guarded: Path,
+) -> None:
+    """The first decision logged made ``~/.kodelet/audit`` (and a first load its cache):
+    the root's own mtime changed, and the next call reloaded the whole runtime."""
+    env = warm_env()
+    places = Places.resolve(guarded, None, env)
+    home = places.global_root
+    home.mkdir(parents=True, exist_ok=True)
+    before = fingerprint.fingerprint(places, env)
+    for own in ("audit", "cache", "warm"):
+        (home / own).mkdir()
+        (guarded / ".kodelet" / own).mkdir()
+    after = fingerprint.fingerprint(places, env, before)
+    assert before.changed(after) is None
+    (home / "config.toml").write_text("[hooks]\n")
+    added = fingerprint.fingerprint(places, env, after)
+    assert after.changed(added) == str(home / "config.toml")
+    (home / "config.toml").unlink()
+    (home / "config.toml").mkdir()  # the same name, now a directory
+    assert added.changed(fingerprint.fingerprint(places, env, added)) == str(home / "config.toml")

@@ -16,7 +16,9 @@ Every file is stat'ed at every check, since an edit in place leaves its director
 was; but a directory whose own ``stat`` is what it was at the last check, and was not
 changed within :data:`RACY` seconds of that check, holds the entries it held then (an
 entry added, removed or renamed changes it). Its listing is taken from the last
-fingerprint instead of being read and sorted again.
+fingerprint instead of being read and sorted again. A kodelet root's own mtime is not
+compared: kodelet's own writes there (the cache, the decision log) would reload the
+runtime, and each other entry is compared itself.
 """
 
 from __future__ import annotations
@@ -99,15 +101,18 @@ class _Taker:
         self.listings: dict[str, Listing] = {}
         self.recent = time.time_ns() - int(RACY * 1e9)
 
-    def stat(self, path: str) -> os.stat_result | None:
+    def stat(self, path: str, *, root: bool = False) -> os.stat_result | None:
+        """Record ``path``'s metadata. A ``root``'s mtime and size are left out: kodelet's
+        own writes (its cache, the decision log, the warm kodelets' records) change them,
+        and every other entry of a root is recorded itself, so one added, removed or
+        renamed is seen all the same."""
         try:
             st = os.stat(path)
         except OSError:
             self.stats.append((path,))
             return None
-        self.stats.append(
-            (path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
-        )
+        mtime, size = (0, 0) if root else (st.st_mtime_ns, st.st_size)
+        self.stats.append((path, mtime, size, st.st_ino, st.st_mode, st.st_uid, st.st_gid))
         recent = st.st_mtime_ns >= self.recent or st.st_ctime_ns >= self.recent
         if recent and stat.S_ISREG(st.st_mode) and st.st_size <= RACY_SIZE:
             self.racy.append((path, _checksum(path)))
@@ -134,7 +139,7 @@ class _Taker:
         """Every entry under ``root`` but its cache, breadth first, in name order;
         :data:`NOT_WALKED` directories are stat'ed but not entered, a directory
         reached twice (a link back up) only once."""
-        top = self.stat(root)
+        top = self.stat(root, root=True)
         if top is None or not stat.S_ISDIR(top.st_mode):
             return
         seen = {(top.st_dev, top.st_ino)}
