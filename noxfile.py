@@ -1,4 +1,5 @@
-"""Sessions: tests, lint, typecheck, e2e, examples, installs, bench, soak, demo (on Python 3.11)."""
+"""Sessions: tests, lint, typecheck, e2e, examples, installs, wheels, bench, soak, demo (on
+Python 3.11)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def e2e(session: nox.Session) -> None:
 @nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     session.install("ruff")
-    session.run("ruff", "check", "core", "plugins", "tests", "bench", "noxfile.py")
-    session.run("ruff", "format", "--check", "core", "plugins", "tests", "bench", "noxfile.py")
+    paths = ["core", "plugins", "tests", "bench", "scripts", "noxfile.py"]
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
 
 
 @nox.session(python=PY)
@@ -60,9 +62,21 @@ def examples(session: nox.Session) -> None:
 @nox.session(python=PY)
 def installs(session: nox.Session) -> None:
     """kodelet's wheel installed by a venv, pipx and ``uv tool`` (pinned, from PyPI, cached
-    per run in a temp dir) runs the docs' and ``hooks new``'s Python hooks (a few minutes)."""
+    per run in a temp dir) runs the docs' and ``hooks new``'s Python hooks; the platform
+    wheels (scripts/build_wheels.py, built once) carry a native client that runs there
+    (a few minutes)."""
     session.install("-e", ".", "pytest")
-    session.run("pytest", "-m", "installs", "-p", "no:cacheprovider", "tests/test_installs.py")
+    tests = ["tests/test_installs.py", "tests/test_wheels.py"]
+    session.run("pytest", "-m", "installs", "-p", "no:cacheprovider", *tests)
+
+
+@nox.session(python=PY)
+def wheels(session: nox.Session) -> None:
+    """The wheels to publish, in dist/: py3-none-any (the Python client as
+    ``kodelet-hook``) and Linux x86_64/aarch64 (static musl) and macOS x86_64/arm64 ones
+    holding the native client, cross-compiled with the pinned ziglang."""
+    session.install("-r", "scripts/wheels-requirements.txt")
+    session.run("python", "scripts/build_wheels.py", *session.posargs)
 
 
 @nox.session(python=PY)

@@ -19,6 +19,9 @@ pytest.register_assert_rewrite("tests.kit")
 
 from tests.kit import processes  # noqa: E402  (after the rewrite is registered)
 
+# The installs tests' wheel house, built once per session for all their modules.
+pytest_plugins = ["tests.kit.installs"]
+
 # How long processes of the run still exiting at the session's end (a warm kodelet told
 # to stop, a killed hook's session) may take before they count as left behind.
 SETTLE = 30.0
