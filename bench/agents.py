@@ -180,8 +180,9 @@ def fail(message: str) -> None:
 @attrs.define
 class Variant:
     agent: Agent
-    warm: bool
-    """Answered by a warm kodelet, whose calls each session must add to."""
+    client: str | None
+    """The client (``native``, ``python``, ``http``) the warm kodelet must count every
+    hook of a session as sent by; None: no kodelet (the baseline)."""
 
 
 def project(root: Path, name: str) -> Path:
@@ -205,7 +206,7 @@ def variants(subject: Subject, root: Path) -> tuple[dict[str, Variant], list[str
     entry = subject.entry()
     out: dict[str, Variant] = {}
 
-    def make(name: str, warm: bool, *install: str) -> Agent:
+    def make(name: str, client: str | None, *install: str) -> Agent:
         proj = project(root, f"{subject.name}-{len(out)}")
         home = root / f"home-{subject.name}-{len(out)}"
         home.mkdir()
@@ -215,10 +216,10 @@ def variants(subject: Subject, root: Path) -> tuple[dict[str, Variant], list[str
         done = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             fail(f"{' '.join(argv[1:])}: {done.stderr.strip()[-300:]}")
-        out[name] = Variant(agent, warm)
+        out[name] = Variant(agent, client)
         return agent
 
-    native = make(NATIVE_ROW, True)
+    native = make(NATIVE_ROW, "native")
     path = hook_file(subject, native.project)
     doc = json.loads(path.read_text())
     if not rewrite(doc, lambda command, _: command):
@@ -226,31 +227,32 @@ def variants(subject: Subject, root: Path) -> tuple[dict[str, Variant], list[str
     found = shutil.which(NATIVE, path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     if found is None or Path(found).read_bytes()[:4] != b"\x7fELF":
         fail(f"the `{NATIVE}` on PATH ({found}) is not the native client")
-    for name, replace, warm in ((BASELINE, lambda *_: "true", False), (LEAN_ROW, lean, True)):
-        agent = make(name, warm)
+    for name, replace, client in ((BASELINE, lambda *_: "true", None), (LEAN_ROW, lean, "python")):
+        agent = make(name, client)
         doc = json.loads(hook_file(subject, agent.project).read_text())
         rewrite(doc, replace)
         hook_file(subject, agent.project).write_text(json.dumps(doc, indent=2) + "\n")
     if subject.http:
-        make(HTTP_ROW, True, "--scope", "local", "--transport", "http")
+        make(HTTP_ROW, "http", "--scope", "local", "--transport", "http")
     out = {BASELINE: out.pop(BASELINE), **out}
     return out, events(json.loads(path.read_text()))
 
 
-def calls_of(project: Path, env: Mapping[str, str]) -> int:
-    """The hook calls the project's warm kodelet has answered (-1: none runs)."""
+def calls_of(project: Path, env: Mapping[str, str], client: str) -> int:
+    """The hook calls ``client`` sent the project's warm kodelet (-1: none runs)."""
     for info in control.running(env):
         if info.get("project") == str(project):
-            return int(info.get("calls", 0))
+            return int((info.get("clients") or {}).get(client, 0))
     return -1
 
 
 def session(subject: Subject, variant: Variant, calls: int) -> float:
     """Seconds of one session of ``calls`` shell calls; the session must make them all,
-    none refused, and (``variant.warm``) the warm kodelet must have answered its hooks."""
+    none refused, and the warm kodelet must have had its hooks from ``variant.client``."""
     agent = variant.agent
     turns = [subject.shell(i) for i in range(calls)] + [subject.done]
-    before = calls_of(agent.project, os.environ) if variant.warm else 0
+    client = variant.client
+    before = calls_of(agent.project, os.environ, client) if client else 0
     with agent.stand_in(turns) as api:
         command, env = agent.command(api, args=subject.args)
         started = time.perf_counter()
@@ -271,11 +273,12 @@ def session(subject: Subject, variant: Variant, calls: int) -> float:
             f"{subject.title} made {len(outputs)} of {calls} calls (exit {done.returncode}, "
             f"refused: {refused[:1]}): {done.stderr[-300:]!r}"
         )
-    if variant.warm:
-        after = calls_of(agent.project, os.environ)
-        if after - before < calls:
-            got = after - before
-            fail(f"{subject.title}: the warm kodelet answered {got} hooks of {calls} calls")
+    if client:
+        got = calls_of(agent.project, os.environ, client) - before
+        if got < calls:
+            fail(
+                f"{subject.title}: the warm kodelet had {got} hooks from {client} for {calls} calls"
+            )
     return took
 
 
@@ -283,11 +286,11 @@ def warm_up(subject: Subject, table: Mapping[str, Variant]) -> None:
     """A short session per variant, which starts its warm kodelet; then wait for each to
     have built its runtime."""
     for variant in table.values():
-        if variant.warm:
+        if variant.client:
             control.start(variant.agent.project, os.environ)
         session(subject, variant, 3)
     deadline = time.monotonic() + 120
-    wanted = {str(v.agent.project) for v in table.values() if v.warm}
+    wanted = {str(v.agent.project) for v in table.values() if v.client}
     while True:
         ready = {i.get("project") for i in control.running(os.environ) if i.get("warmed")}
         if wanted <= ready:
