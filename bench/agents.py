@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,18 @@ class Subject:
     done: Any
     args: tuple[str, ...] = ()
     http: bool = False
+    settings: Callable[[Agent], None] | None = None
+    """Changes the agent's user settings once its launch has written them."""
+
+
+def no_loop_detection(agent: Agent) -> None:
+    """Gemini CLI asks the model, after some 30 turns, whether the session is in a loop,
+    and the stand-in cannot say no: switched off (``model.disableLoopDetection``)."""
+    agent.command(types.SimpleNamespace(url="http://127.0.0.1:9"))  # writes the settings
+    path = agent.home / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text())
+    settings.setdefault("model", {})["disableLoopDetection"] = True
+    path.write_text(json.dumps(settings))
 
 
 SUBJECTS = {
@@ -122,6 +135,7 @@ SUBJECTS = {
         agent_clis.gemini_generate,
         lambda i: [gemini_api.call("run_shell_command", command=f"true {i}", description="run")],
         [gemini_api.text("done")],
+        settings=no_loop_detection,
     ),
 }
 
@@ -216,6 +230,8 @@ def variants(subject: Subject, root: Path) -> tuple[dict[str, Variant], list[str
         done = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             fail(f"{' '.join(argv[1:])}: {done.stderr.strip()[-300:]}")
+        if subject.settings:
+            subject.settings(agent)
         out[name] = Variant(agent, client)
         return agent
 

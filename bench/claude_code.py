@@ -6,6 +6,8 @@ each way, against the same settings with a ``true`` command hook per event.
 
 Prints the rows of BENCHMARKS.md's section 8 (and writes them to ``--output``). Needs
 the npm registry the first time (the binary is cached like the e2e tests' one).
+bench/agents.py measures the same per tool call in Claude Code, Codex and Gemini CLI
+with sessions long enough to resolve a few milliseconds (section 8c).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def main() -> None:
         variants["`true` command hook"] = (proj, {})
         proj = project(root, "lean")
         kodelet("claude", "install", "--scope", "local", cwd=proj, env=base)
-        variants["lean client, warm kodelet"] = (proj, {})
+        variants["local scope install (native client where built)"] = (proj, {})
         proj = project(root, "http")
         kodelet("claude", "install", "--scope", "local", "--transport", "http", cwd=proj, env=base)
         variants["HTTP transport"] = (proj, {})
