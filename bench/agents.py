@@ -96,8 +96,9 @@ class Subject:
 
 
 def no_loop_detection(agent: Agent) -> None:
-    """Gemini CLI asks the model, after some 30 turns, whether the session is in a loop,
-    and the stand-in cannot say no: switched off (``model.disableLoopDetection``)."""
+    """After 30 turns Gemini CLI asks the model how sure it is that the session loops,
+    and the stand-in's answer (the smallest its schema takes: 1, with no minimum) ends
+    the session: switched off (``model.disableLoopDetection``)."""
     agent.command(types.SimpleNamespace(url="http://127.0.0.1:9"))  # writes the settings
     path = agent.home / ".gemini" / "settings.json"
     settings = json.loads(path.read_text())
