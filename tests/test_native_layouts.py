@@ -113,7 +113,7 @@ def test_through_a_path_symlink_it_finds_its_venv_and_a_warm_kodelet_answers(
     assert "answered by the warm kodelet" in second.stderr
 
 
-@pytest.mark.parametrize("shebang", ["plain", "long path"])
+@pytest.mark.parametrize("shebang", ["plain", "long path", "long path, single quotes"])
 def test_a_user_install_takes_the_interpreter_of_its_console_script(
     tmp_path: Path, guarded: Path, shebang: str
 ) -> None:
@@ -127,6 +127,7 @@ def test_a_user_install_takes_the_interpreter_of_its_console_script(
     head = {
         "plain": f"#!{python}\n",
         "long path": f"#!/bin/sh\n'''exec' \"{python}\" \"$0\" \"$@\"\n' '''\n",
+        "long path, single quotes": f"#!/bin/sh\n'''exec' '{python}' \"$0\" \"$@\"\n' '''\n",
     }[shebang]
     (user / "bin" / "kodelet").write_text(head + "import sys\n")
     env = on_path(program, tmp_path / "path")
@@ -148,6 +149,8 @@ def test_without_its_kodelet_a_wheels_program_blocks_the_call(
         site_packages(prefix).mkdir(parents=True)
         (site_packages(prefix) / "kodelet").symlink_to(PACKAGE)
     program = wheel_program(prefix / "bin")
+    # A console script beside it that a shell runs names no interpreter of kodelet's.
+    (prefix / "bin" / "kodelet").write_text("#!/bin/sh\nexec true\n")
     env = on_path(program, tmp_path / "path")
     assert where(env, guarded).returncode == 1
     done = call(env, guarded)

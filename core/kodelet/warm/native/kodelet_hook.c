@@ -286,7 +286,8 @@ static int runnable(const char *path) {
 }
 
 /* The interpreter named by `kodelet`, the console script pip wrote beside this program
- * (`#!/path/python`, or for a long path pip's `#!/bin/sh` then `'''exec' "/path/python"`):
+ * (`#!/path/python`, or for a long path `#!/bin/sh` then `'''exec' "/path/python"`, or
+ * with single quotes):
  * the one interpreter a `pip install --user` or a system install leaves no copy of here. */
 static char *shebang_python(const char *here) {
     char head[4096], *path = join(here, "kodelet"), *start = NULL;
@@ -297,14 +298,16 @@ static char *shebang_python(const char *here) {
     n = fread(head, 1, sizeof head - 1, f);
     fclose(f);
     head[n] = '\0';
-    if (!strncmp(head, "#!/bin/sh\n'''exec' \"", 20)) {
+    if (!strncmp(head, "#!/bin/sh\n'''exec' ", 19) && (head[19] == '"' || head[19] == '\'')) {
+        const char stop[] = {head[19], '\n', '\0'};
         start = head + 20;
-        start[strcspn(start, "\"\n")] = '\0';
+        start[strcspn(start, stop)] = '\0';
     } else if (!strncmp(head, "#!/", 3)) {
         start = head + 2;
         start[strcspn(start, " \t\r\n")] = '\0';
     }
-    return start && runnable(start) ? strdup(start) : NULL;
+    if (!start || strncmp(strrchr(start, '/') + 1, "python", 6)) return NULL; /* not sh */
+    return runnable(start) ? strdup(start) : NULL;
 }
 
 /* The kodelet package of a wheel's program: in the site-packages of the installation
