@@ -140,17 +140,30 @@ def test_a_user_install_takes_the_interpreter_of_its_console_script(
     assert "handed to the Python client: the warm kodelet is off" in done.stderr
 
 
-@pytest.mark.parametrize("missing", ["package", "interpreter"])
+NO_INTERPRETER = {
+    "a shell script": "#!/bin/sh\nexec true\n",
+    "a bare name in quotes": "#!/bin/sh\n'''exec' \"python3\" \"$0\"\n",
+    "an unclosed quote": "#!/bin/sh\n'''exec' 'python3",
+    "a bare shebang": "#!python\n",
+    "nothing": "",
+    "binary": "\x7fELF\x00\x00",
+}
+"""Console scripts beside the program that name no interpreter it may run."""
+
+
+@pytest.mark.parametrize(
+    ("missing", "script"),
+    [("package", "a shell script")] + [("interpreter", k) for k in NO_INTERPRETER],
+)
 def test_without_its_kodelet_a_wheels_program_blocks_the_call(
-    tmp_path: Path, guarded: Path, missing: str
+    tmp_path: Path, guarded: Path, missing: str, script: str
 ) -> None:
     prefix = tmp_path / "prefix"
     if missing == "interpreter":  # the package is there, no Python to run its client
         site_packages(prefix).mkdir(parents=True)
         (site_packages(prefix) / "kodelet").symlink_to(PACKAGE)
     program = wheel_program(prefix / "bin")
-    # A console script beside it that a shell runs names no interpreter of kodelet's.
-    (prefix / "bin" / "kodelet").write_text("#!/bin/sh\nexec true\n")
+    (prefix / "bin" / "kodelet").write_text(NO_INTERPRETER[script])
     env = on_path(program, tmp_path / "path")
     assert where(env, guarded).returncode == 1
     done = call(env, guarded)

@@ -290,7 +290,7 @@ static int runnable(const char *path) {
  * with single quotes):
  * the one interpreter a `pip install --user` or a system install leaves no copy of here. */
 static char *shebang_python(const char *here) {
-    char head[4096], *path = join(here, "kodelet"), *start = NULL;
+    char head[4096], *path = join(here, "kodelet"), *start = NULL, *base;
     size_t n;
     FILE *f = path ? fopen(path, "rb") : NULL;
     free(path);
@@ -306,7 +306,8 @@ static char *shebang_python(const char *here) {
         start = head + 2;
         start[strcspn(start, " \t\r\n")] = '\0';
     }
-    if (!start || strncmp(strrchr(start, '/') + 1, "python", 6)) return NULL; /* not sh */
+    base = start ? strrchr(start, '/') : NULL;
+    if (!base || strncmp(base + 1, "python", 6)) return NULL; /* not sh, nor a bare name */
     return runnable(start) ? strdup(start) : NULL;
 }
 
