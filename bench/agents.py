@@ -255,21 +255,33 @@ def variants(subject: Subject, root: Path) -> tuple[dict[str, Variant], list[str
     return out, events(json.loads(path.read_text()))
 
 
-def calls_of(project: Path, env: Mapping[str, str], client: str) -> int:
-    """The hook calls ``client`` sent the project's warm kodelet (-1: none runs)."""
+def calls_of(project: Path, env: Mapping[str, str], client: str) -> tuple[int, float]:
+    """The hook calls ``client`` sent the project's warm kodelet (-1: none runs), and the
+    CPU seconds that kodelet has used (with its waited-for children)."""
     for info in control.running(env):
         if info.get("project") == str(project):
-            return int((info.get("clients") or {}).get(client, 0))
-    return -1
+            return int((info.get("clients") or {}).get(client, 0)), cpu(int(info["pid"]))
+    return -1, 0.0
 
 
-def session(subject: Subject, variant: Variant, calls: int) -> float:
+def cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and its reaped children (/proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime, stime, cutime, cstime: fields 14-17 of proc(5), counted after the name.
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def session(subject: Subject, variant: Variant, calls: int) -> tuple[float, float]:
     """Seconds of one session of ``calls`` shell calls; the session must make them all,
     none refused, and the warm kodelet must have had its hooks from ``variant.client``."""
     agent = variant.agent
     turns = [subject.shell(i) for i in range(calls)] + [subject.done]
     client = variant.client
-    before = calls_of(agent.project, os.environ, client) if client else 0
+    before, cpu_before = calls_of(agent.project, os.environ, client) if client else (0, 0.0)
     with agent.stand_in(turns) as api:
         command, env = agent.command(api, args=subject.args)
         started = time.perf_counter()
@@ -291,12 +303,13 @@ def session(subject: Subject, variant: Variant, calls: int) -> float:
             f"refused: {refused[:1]}): {done.stderr[-300:]!r}"
         )
     if client:
-        got = calls_of(agent.project, os.environ, client) - before
+        after, cpu_after = calls_of(agent.project, os.environ, client)
+        got = after - before
         if got < calls:
             fail(
                 f"{subject.title}: the warm kodelet had {got} hooks from {client} for {calls} calls"
             )
-    return took
+    return took, (cpu_after - cpu_before if client else 0.0)
 
 
 def warm_up(subject: Subject, table: Mapping[str, Variant]) -> None:
@@ -326,39 +339,45 @@ def measure(subject: Subject, root: Path, calls: int, runs: int) -> list[str]:
     warm_up(subject, table)
     names = list(table)
     times: dict[str, list[float]] = {n: [] for n in names}
+    cpus: dict[str, list[float]] = {n: [] for n in names}
     before = load()
     print(f"{subject.title}: load average before {before}", file=sys.stderr)
     for run in range(runs):
         for name in rotated(names, run):
-            times[name].append(session(subject, table[name], calls))
+            took, used = session(subject, table[name], calls)
+            times[name].append(took)
+            cpus[name].append(used)
         print(f"  run {run + 1}/{runs}: {load()}", file=sys.stderr)
     after = load()
     base = times[BASELINE]
     lines = [
         f"### {subject.title}",
         "",
-        f"`{calls}` shell calls (`true N`) per session, median of {runs} interleaved runs per "
+        f"{calls} shell calls (`true N`) per session, median of {runs} interleaved runs per "
         f"row; kodelet's entries on {', '.join(installed)}; load average (1, 5, 15 min) "
         f"{before} before, {after} after.",
         "",
-        "| kodelet installed as | session | per tool call vs `true` (paired) | range over runs |",
-        "|---|---:|---:|---:|",
+        "| kodelet installed as | session | per tool call vs `true` (paired) | range over runs "
+        "| warm kodelet's CPU per tool call |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name in names:
         session_s = statistics.median(times[name])
         if name == BASELINE:
-            lines.append(f"| {name} | {session_s:.2f} s | 0 | |")
+            lines.append(f"| {name} | {session_s:.2f} s | 0 | | |")
             continue
         per = paired(times[name], base, calls)
+        used = statistics.median(cpus[name]) / calls * 1000
         lines.append(
             f"| {name} | {session_s:.2f} s | **{ms(statistics.median(per))}** | "
-            f"{ms(min(per))} … {ms(max(per))} |"
+            f"{ms(min(per))} … {ms(max(per))} | {used:.1f} ms |"
         )
     if subject.name in ("codex", "gemini"):
+        verdicts = []
         for name in (NATIVE_ROW, LEAN_ROW):
             got = statistics.median(paired(times[name], base, calls)) * 1000
-            verdict = "met" if got <= TARGET_MS else "**not met**"
-            lines.append(f"\nTarget ≤ +{TARGET_MS:.0f} ms per tool call, {name}: {verdict}.")
+            verdicts.append(f"{name} {'met' if got <= TARGET_MS else '**not met**'}")
+        lines += ["", f"Target ≤ +{TARGET_MS:.0f} ms per tool call: {'; '.join(verdicts)}."]
     return [*lines, ""]
 
 
