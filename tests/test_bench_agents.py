@@ -4,24 +4,13 @@ sessions themselves are timed by running the script, never here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def bench_module(name: str) -> ModuleType:
-    sys.path.insert(0, str(BENCH))  # bench/run.py imports its siblings
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.kit.bench import BENCH, bench_module
 
 
 def test_help_runs() -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_bench_agents import BENCH, bench_module
+from tests.kit.bench import BENCH, bench_module
 
 
 def test_help_runs() -> None:
