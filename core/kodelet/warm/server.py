@@ -353,16 +353,14 @@ class Server:
             os.path.join(req.cwd, a) if prev == "--trace-file" else a
             for prev, a in zip(["", *req.args], req.args, strict=False)
         ]
-        out, code, err = self.answer(req.body, args, env, caller)
-        kind = client_of(caller)
-        with self._lock:
-            self.clients[kind] = self.clients.get(kind, 0) + 1
+        out, code, err = self.answer(req.body, args, env, caller, client_of(caller))
         return self._reply("ok", code, out.encode(), err.encode())
 
     @contextlib.contextmanager
-    def _call(self) -> Iterator[None]:
+    def _call(self, client: str | None = None) -> Iterator[None]:
         """One call: counted as running (no idle exit meanwhile), the runtime reloaded
-        first if what defines it changed, counted as answered when it returns."""
+        first if what defines it changed, counted as answered when it returns (and, for
+        a hook call, per the ``client`` that sent it)."""
         with self._lock:
             self.active += 1
             self.last_call = time.monotonic()
@@ -371,6 +369,8 @@ class Server:
             yield
             with self._lock:
                 self.calls += 1
+                if client is not None:
+                    self.clients[client] = self.clients.get(client, 0) + 1
         finally:
             with self._lock:
                 self.active -= 1
@@ -397,14 +397,20 @@ class Server:
         return self._reply("ok", 0, json.dumps(out, ensure_ascii=False).encode())
 
     def answer(
-        self, raw: bytes, args: list[str], env: dict[str, str], caller: int | None = None
+        self,
+        raw: bytes,
+        args: list[str],
+        env: dict[str, str],
+        caller: int | None = None,
+        client: str = "unknown",
     ) -> tuple[str, int, str]:
         """(stdout, exit code, stderr) of ``kodelet claude hook`` for one input, from the
-        kept runtime; ``caller`` is the hook command's process, when known."""
+        kept runtime; ``caller`` is the hook command's process, when known, ``client`` what
+        sent it (:func:`client_of`, or ``http``)."""
         from ..agents.bridge import answer
 
         err = io.StringIO()
-        with self._call():
+        with self._call(client):
             lend = self.lender(env)
             out, code = answer(raw, args, stderr=err, env=env, runtimes=lend, caller=caller)
         return out, code, err.getvalue()
@@ -418,9 +424,7 @@ class Server:
         project = self.session_project(raw, env)
         if project is not None:
             env["CLAUDE_PROJECT_DIR"] = project
-        out, code, err = self.answer(raw, [], env)
-        with self._lock:
-            self.clients["http"] = self.clients.get("http", 0) + 1
+        out, code, err = self.answer(raw, [], env, client="http")
         if err:
             log.info("%s", err.rstrip())
         return out, code
