@@ -22,6 +22,7 @@ import pytest
 from kodelet.warm import control, protocol
 
 from tests.kit.another_user import NOBODY, needs_root
+from tests.kit.claude import reason
 from tests.kit.native import PACKAGE, SOURCE, build, run
 from tests.kit.warm import pre_tool, socket_path, wait_for, warm, warm_env
 
@@ -53,14 +54,6 @@ def guarded(project: Path) -> Path:
     guard.write_text(GUARD)
     guard.chmod(0o755)
     return project
-
-
-def reason(proc: subprocess.CompletedProcess[bytes]) -> str | None:
-    """The permission reason of a ``PreToolUse`` answer; None when the call may go ahead."""
-    assert proc.returncode == 0, proc.stderr
-    if not proc.stdout.strip():
-        return None
-    return str(json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
 
 
 def ran(project: Path) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.claude import pre_tool
+from tests.kit.claude import pre_tool, reason
 from tests.kit.cli import run_kodelet
 from tests.kit.native import PACKAGE, build
 from tests.kit.warm import wait_for, warm, warm_env, write_guard
@@ -71,11 +71,6 @@ def call(env: dict[str, str], project: Path) -> subprocess.CompletedProcess[str]
         cwd=project,
         timeout=120,
     )
-
-
-def reason(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0, done.stderr
-    return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
 
 
 @pytest.fixture

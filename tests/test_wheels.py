@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kit.claude import pre_tool
+from tests.kit.claude import pre_tool, reason
 from tests.kit.installs import BASE, install_uv, kodelet_wheel, pip_env, run
 from tests.kit.warm import wait_for, warm_env, write_guard
 
@@ -155,11 +155,6 @@ def call(hook: str, project: Path, env: dict[str, str]) -> subprocess.CompletedP
         env={**env, "KODELET_DAEMON_TRACE": "1"},
         timeout=120,
     )
-
-
-def reason(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 0, done.stderr
-    return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
 
 
 def test_pip_picks_the_linux_wheel_and_its_static_client_answers_through_a_warm_kodelet(

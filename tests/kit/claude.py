@@ -5,6 +5,7 @@ Code's own hooks do (exit 2), and which of a settings file's hooks are kodelet's
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +58,12 @@ def pre_tool(project: Path, command: str = "rm -rf /") -> dict[str, Any]:
         "tool_input": {"command": command},
         "tool_use_id": "toolu_1",
     }
+
+
+def reason(done: subprocess.CompletedProcess[Any]) -> str | None:
+    """The permission reason of a hook command's ``PreToolUse`` answer; None when the call
+    may go ahead (no output)."""
+    assert done.returncode == 0, done.stderr
+    if not done.stdout.strip():
+        return None
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
