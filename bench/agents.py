@@ -43,6 +43,7 @@ import attrs
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import load_average  # noqa: E402
 from kodelet.agents import installs  # noqa: E402
 from kodelet.agents.standins import gemini as gemini_api  # noqa: E402
 from kodelet.agents.standins import messages  # noqa: E402
@@ -182,10 +183,6 @@ def rotated(names: Sequence[str], run: int) -> list[str]:
     """Run ``run``'s order of the variants: each leads in turn."""
     k = run % len(names)
     return [*names[k:], *names[:k]]
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def fail(message: str) -> None:
@@ -340,15 +337,15 @@ def measure(subject: Subject, root: Path, calls: int, runs: int) -> list[str]:
     names = list(table)
     times: dict[str, list[float]] = {n: [] for n in names}
     cpus: dict[str, list[float]] = {n: [] for n in names}
-    before = load()
+    before = load_average()
     print(f"{subject.title}: load average before {before}", file=sys.stderr)
     for run in range(runs):
         for name in rotated(names, run):
             took, used = session(subject, table[name], calls)
             times[name].append(took)
             cpus[name].append(used)
-        print(f"  run {run + 1}/{runs}: {load()}", file=sys.stderr)
-    after = load()
+        print(f"  run {run + 1}/{runs}: {load_average()}", file=sys.stderr)
+    after = load_average()
     base = times[BASELINE]
     lines = [
         f"### {subject.title}",

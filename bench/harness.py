@@ -103,6 +103,11 @@ def write_hook(directory: Path, name: str, text: str) -> Path:
     return path
 
 
+def load_average() -> str:
+    """The machine's 1, 5 and 15 minute load averages, printed beside every timing."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def us(seconds: float) -> str:
     return f"{seconds * 1e6:,.1f} µs"
 

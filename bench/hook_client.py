@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "core"))
 
+from harness import load_average  # noqa: E402
 from kodelet.warm import client, control  # noqa: E402
 
 PACKAGE = Path(client.__file__).resolve().parent.parent
@@ -118,14 +119,14 @@ def main() -> None:
             time.sleep(0.1)
         for argv in commands.values():
             once(argv, project, env, data, block)
-        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"load average before: {load_average()}")
         names = list(commands)
         times: dict[str, list[float]] = {n: [] for n in names}
         for r in range(args.rounds):
             order = names[r % 3 :] + names[: r % 3]
             for name in order:
                 times[name].append(once(commands[name], project, env, data, block))
-        print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"load average after:  {load_average()}")
         floor = times[names[0]]
         print(f"{args.rounds} rounds, median per invocation (and over /bin/sh -c true, paired)")
         for name in names:

@@ -40,7 +40,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from harness import KIT_HOOK, write_hook
+from harness import KIT_HOOK, load_average, write_hook
 from kodelet.warm import control
 from warm import CLIENT, NATIVES, install_natives, pre_tool, run, uninstall_natives
 
@@ -108,10 +108,6 @@ def mib(n: float) -> str:
     return f"{n / MIB:,.1f}"
 
 
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def make_project(root: Path, name: str, hooks: int, env: Mapping[str, str]) -> Path:
     project = root / name
     (project / ".git").mkdir(parents=True)
@@ -158,7 +154,7 @@ def memory(root: Path, env: Mapping[str, str], projects: int, hooks: int) -> set
     infos = {i["project"]: int(i["pid"]) for i in control.running(env) if "pid" in i}
     kids = children()
     print(f"\nmemory of {projects} warm kodelets, after one call each (MiB)")
-    print(f"load average: {load()}")
+    print(f"load average: {load_average()}")
     print(
         f"{'project':<8} {'kodelet RSS':>12} {'PSS':>8} {'servers':>8} "
         f"{'servers RSS':>12} {'PSS':>8} {'total PSS':>10}"
@@ -198,7 +194,7 @@ def memory(root: Path, env: Mapping[str, str], projects: int, hooks: int) -> set
         f"per project: PSS {mib(all_pss / projects)} MiB "
         f"(hook servers {s['Pss'] / all_pss:.0%} of it), RSS {mib(rss)} MiB"
     )
-    print(f"load average: {load()}")
+    print(f"load average: {load_average()}")
     seen |= floors(root, env)
     return seen
 
@@ -238,7 +234,7 @@ def calls(root: Path, env: Mapping[str, str], hooks: int, rounds: int) -> set[in
     rows: dict[str, list[float]] = {"first": [], "second": [], "third": [], "in-process": []}
     warmups = []
     print(f"\nfirst calls after a warm kodelet starts, {rounds} rounds (ms)")
-    print(f"load average before: {load()}")
+    print(f"load average before: {load_average()}")
     for r in range(rounds):
         if r % 2:
             rows["in-process"].append(call(project, off))
@@ -253,7 +249,7 @@ def calls(root: Path, env: Mapping[str, str], hooks: int, rounds: int) -> set[in
         rows["third"].append(call(project, env))
         if not r % 2:
             rows["in-process"].append(call(project, off))
-    print(f"load average after:  {load()}")
+    print(f"load average after:  {load_average()}")
     inproc = rows["in-process"]
     for name, times in rows.items():
         ratio = statistics.median(t / i for t, i in zip(times, inproc, strict=True))
